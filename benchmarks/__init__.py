@@ -1,0 +1,1 @@
+"""benchmarks: checkpoint evaluation and performance benchmarks (``python -m benchmarks.perf``)."""

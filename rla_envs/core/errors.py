@@ -1,0 +1,73 @@
+"""Exceptions raised by rla.
+
+Every exception subclasses :class:`RlaError` and the closest built-in, so callers
+can catch either::
+
+    RlaError (Exception)
+    ├── TaskError
+    │   ├── TaskNotFound            (KeyError)          an id that no task set holds
+    │   ├── InvalidTask             (ValueError)        a task that cannot be built or played
+    │   │   └── RewriteRejected                         a rewrite/mutation proposal that was refused
+    │   └── TaskGenerationError     (RuntimeError)      a generator that could not produce a task
+    ├── ResetNeeded                 (RuntimeError)      step() before reset() or after the episode ended
+    ├── DataNotFound                (FileNotFoundError) a data set the user pointed at is missing
+    └── MissingDependency           (ImportError)       an optional dependency is not installed
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "RlaError",
+    "TaskError",
+    "TaskNotFound",
+    "InvalidTask",
+    "RewriteRejected",
+    "TaskGenerationError",
+    "ResetNeeded",
+    "DataNotFound",
+    "MissingDependency",
+]
+
+
+class RlaError(Exception):
+    """Base class of every error raised by rla."""
+
+
+class TaskError(RlaError):
+    """Something is wrong with a task or a task set."""
+
+
+class TaskNotFound(TaskError, KeyError):
+    """A task id that the env's task set does not hold."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidTask(TaskError, ValueError):
+    """A task whose spec cannot be built, loaded or played."""
+
+
+class RewriteRejected(InvalidTask):
+    """A proposed rewrite or mutation of a task that was refused, with the reason."""
+
+
+class TaskGenerationError(TaskError, RuntimeError):
+    """A task generator that could not produce a valid task."""
+
+
+class ResetNeeded(RlaError, RuntimeError):
+    """``step()`` was called before ``reset()`` or after the episode ended."""
+
+
+class DataNotFound(RlaError, FileNotFoundError):
+    """A data directory or file that the user pointed at does not exist or holds no tasks."""
+
+
+class MissingDependency(RlaError, ImportError):
+    """An optional dependency is missing; the message names the ``pip install`` that fixes it."""
+
+    @classmethod
+    def for_extra(cls, module: str, extra: str) -> "MissingDependency":
+        """Build the error for a missing ``module`` that the ``rla[extra]`` extra installs."""
+        return cls(f"{module!r} is not installed; install it with: pip install \"rla[{extra}]\"")

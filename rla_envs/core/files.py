@@ -1,0 +1,41 @@
+"""Crash-safe file writes and the on-disk cache directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["atomic_write_text", "atomic_write_json", "cache_dir"]
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:
+    """Write ``data`` as JSON to ``path`` atomically."""
+    return atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=1))
+
+
+def cache_dir(*parts: str) -> Path:
+    """A directory under ``$RLA_CACHE`` (default ``~/.cache/rla``), created on demand."""
+    root = Path(os.environ.get("RLA_CACHE") or Path.home() / ".cache" / "rla")
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
