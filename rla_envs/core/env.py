@@ -81,6 +81,13 @@ class TaskEnv(gym.Env):
         """Family info keys for the current state, used when an action never reached the game."""
         return {}
 
+    def expert_action(self) -> str:
+        """The expert's next command in the current state (for demonstrations, step labels, the player).
+
+        Families override this; ``python -m rla_envs.play --agent expert`` calls it every step.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no expert")
+
     # ----------------------------------------------------------------- tasks
     @property
     def tasks(self) -> list[Task]:
