@@ -6,6 +6,10 @@ Importing this package is cheap; the submodules import textworld/alfworld only w
 - ``generate``: new games from the floor plans shipped in the alfworld wheel (``generate_game``).
 - ``walkthrough``: the scripted reference solution and its check in the stock engine.
 - ``tasks``: Task sets (``generated_tasks``, ``dataset_tasks``) and ``game_from_task``.
+- ``engine``: the cached PDDL engine (transcripts identical to textworld's stock one, ~10x faster).
+- ``expert``: the walkthrough and the fixed hand-coded (searching) expert.
+- ``env``: ``AlfWorldEnv``, registered as ``rla/AlfWorld-v0``.
+- ``family``, ``goals``, ``mutations``: the curriculum hooks (describe, rewrite, validate, mutate).
 """
 
 from __future__ import annotations

@@ -207,8 +207,12 @@ def _sample_receptacles(plan: FloorPlan, rng: random.Random, used_locations: set
                 if loc not in used_locations:
                     break
             used_locations.add(loc)
-            receptacles.append(Receptacle(f"{rtype}|{x:+06.2f}|{rng.uniform(0.2, 1.0):+06.2f}|{z:+06.2f}", rtype,
-                                          loc, openable=rtype in constants.OPENABLE_CLASS_SET))
+            coordinates = f"{x:+06.2f}|{rng.uniform(0.2, 1.0):+06.2f}|{z:+06.2f}"
+            # ALFRED names basins after their fixture ("Sink|x|y|z|SinkBasin"), which alfworld's demangler
+            # turns into "sinkbasin 1"; a bare "SinkBasin|..." id would read "sinkbasinbasin 1".
+            receptacle_id = (f"{rtype[:-len('Basin')]}|{coordinates}|{rtype}" if rtype.endswith("Basin")
+                             else f"{rtype}|{coordinates}")
+            receptacles.append(Receptacle(receptacle_id, rtype, loc, openable=rtype in constants.OPENABLE_CLASS_SET))
     return receptacles
 
 
@@ -259,10 +263,10 @@ def sample_scene(floor_plan: str, task_type: str, seed: int | str) -> Scene:
         for _ in range(count):
             if holders:
                 host = rng.choice(by_type[rng.choice(holders)])
-                objects.append(_new_object(otype, host, rng, taken_ids))
+                objects.append(new_object(otype, host, rng, taken_ids))
     if goal.toggle_target:
         hosts = [r for t in LAMP_HOSTS for r in by_type.get(t, [])]
-        objects.append(_new_object(goal.toggle_target, rng.choice(hosts), rng, taken_ids))
+        objects.append(new_object(goal.toggle_target, rng.choice(hosts), rng, taken_ids))
     for _attempt in range(200):
         x, z = rng.choice(plan.grid)
         agent_location = _location(x, z, rng.randrange(4) * 90, 30)
@@ -272,7 +276,8 @@ def sample_scene(floor_plan: str, task_type: str, seed: int | str) -> Scene:
                  goal=goal, problem_name=re.sub(r"\W", "_", f"plan_rla_{floor_plan}_{task_type}_{seed}"))
 
 
-def _new_object(otype: str, host: Receptacle, rng: random.Random, taken_ids: set[str]) -> SceneObject:
+def new_object(otype: str, host: Receptacle, rng: random.Random, taken_ids: set[str]) -> SceneObject:
+    """A fresh object of type ``otype`` in ``host`` with an id not in ``taken_ids`` (which it joins)."""
     while True:
         object_id = _coordinate_id(otype, rng, _id_coordinates(host.id))
         if object_id not in taken_ids:

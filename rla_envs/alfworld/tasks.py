@@ -37,7 +37,7 @@ __all__ = [
 #: Games per task type in a default generated split: 6 x 5 = 30 games, about a minute with 2 workers.
 DEFAULT_N_PER_TYPE = 5
 #: Bumped whenever generation changes, so that old caches are not mistaken for new ones.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 _GOAL_RE = re.compile(r"Your task is to: (.*?)\.\"")
 
 
