@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import inspect
 import json
 import sys
 import time
@@ -36,6 +37,12 @@ def _parse_env_args(pairs: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             kwargs[key] = raw
     return kwargs
+
+
+def _accepts_argument(env_id: str, name: str) -> bool:
+    """Whether the env class behind ``env_id`` takes a constructor argument ``name``."""
+    env_creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)
+    return name in inspect.signature(env_creator).parameters
 
 
 def choose_action(agent: str, env: gym.Env, info: dict[str, Any], rng: np.random.Generator) -> str:
@@ -92,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     env_kwargs = _parse_env_args(args.env_arg)
     if args.max_steps is not None:
         env_kwargs["max_steps"] = args.max_steps
+    if args.agent == "expert" and "expert" not in env_kwargs and _accepts_argument(args.env_id, "expert"):
+        env_kwargs["expert"] = True  # envs that keep an expert only on request (ALFWorld: the searching one)
 
     env = gym.make(args.env_id, **env_kwargs)
     rng = np.random.default_rng(args.seed)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rla_envs.core.env import TaskEnv, Transition
-from rla_envs.core.errors import DataNotFound, InvalidTask
+from rla_envs.core.errors import DataNotFound, InvalidTask, ResetNeeded, RlaError
 from rla_envs.core.task import Task, thaw
 
 __all__ = ["AlfWorldEnv", "SPLITS"]
@@ -220,6 +220,18 @@ class AlfWorldEnv(TaskEnv):
             infos = textworld.EnvInfos(admissible_commands=True, won=True, facts=self.expert == "handcoded")
             self._engine = AlfWorldEngine(infos)
         return self._engine
+
+    def expert_action(self) -> str:
+        """The configured expert's next command (see ``expert``); raises when there is none to give."""
+        if self.expert is None:
+            raise RlaError("this AlfWorldEnv keeps no expert: make it with expert='handcoded' (or True) "
+                           "or expert='walkthrough' to get expert_action() and info['expert_action']")
+        if self.task is None:
+            raise ResetNeeded("expert_action() needs a running episode; call env.reset() first")
+        if self._expert_action is None:
+            raise RlaError(f"the {self.expert} expert has no action in this state (it gave up, or the agent "
+                           "left the walkthrough); see info['expert_action']")
+        return self._expert_action
 
     @property
     def walkthrough(self) -> list[str]:
