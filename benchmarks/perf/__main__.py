@@ -15,6 +15,7 @@ from benchmarks.perf.report import Metric, format_table, machine_facts, write_js
 # suite name -> modules whose run(quick) -> list[Metric] it runs
 SUITES: dict[str, tuple[str, ...]] = {
     "textenvs": ("benchmarks.perf.textworld", "benchmarks.perf.alfworld"),
+    "curriculum": ("benchmarks.perf.curriculum",),
 }
 SUITES["all"] = tuple(dict.fromkeys(m for modules in SUITES.values() for m in modules))
 

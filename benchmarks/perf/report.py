@@ -62,6 +62,10 @@ def machine_facts() -> dict[str, str]:
             facts[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             facts[package] = "not installed"
+    if facts["rla"] == "not installed":  # run from a source checkout
+        import rla_envs
+
+        facts["rla"] = f"{rla_envs.__version__} (source)"
     return facts
 
 

@@ -3,7 +3,10 @@
 Both sides play the same games with the same recorded action sequences in the same run, and ask the
 game for the same extra information (admissible commands, won, lost). Each side loads every game once
 and reuses it across episodes. After one warm-up pass, the two sides alternate for several repeats and
-the median throughput of each is compared: ``textworld_ratio_vs_raw`` = rla steps/s / raw steps/s.
+the best throughput of each is compared: ``textworld_ratio_vs_raw`` = rla steps/s / raw steps/s.
+Both sides run in this process (the z-machine is an in-process library), so throughput is measured in
+process CPU time, and the best of the repeats is kept: on a shared 2-core machine, wall time and medians
+move with whatever else runs, while the least-disturbed repeat of each side is what the code costs.
 
 Run it alone with ``python -m benchmarks.perf.textworld [--quick]``.
 """
@@ -11,7 +14,6 @@ Run it alone with ``python -m benchmarks.perf.textworld [--quick]``.
 from __future__ import annotations
 
 import random
-import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -49,7 +51,7 @@ def _time_raw(paths: Sequence[str], sequences: Sequence[Sequence[Sequence[str]]]
     import textworld
 
     infos = textworld.EnvInfos(admissible_commands=True, won=True, lost=True)
-    steps, start = 0, time.perf_counter()
+    steps, start = 0, time.process_time()
     for path, episodes in zip(paths, sequences):
         if path not in envs:
             envs[path] = textworld.start(path, infos)
@@ -59,18 +61,18 @@ def _time_raw(paths: Sequence[str], sequences: Sequence[Sequence[Sequence[str]]]
             for command in actions:
                 env.step(command)
                 steps += 1
-    return time.perf_counter() - start, steps
+    return time.process_time() - start, steps
 
 
 def _time_rla(env, tasks, sequences) -> tuple[float, int]:
-    steps, start = 0, time.perf_counter()
+    steps, start = 0, time.process_time()
     for task, episodes in zip(tasks, sequences):
         for actions in episodes:
             env.reset(options={"task": task})
             for command in actions:
                 env.step(command)
                 steps += 1
-    return time.perf_counter() - start, steps
+    return time.process_time() - start, steps
 
 
 def run(quick: bool = False) -> list[Metric]:
@@ -106,11 +108,11 @@ def run(quick: bool = False) -> list[Metric]:
     total_steps = sum(len(a) for episodes in sequences for a in episodes)
     return [Metric(
         name="textworld_ratio_vs_raw",
-        value=statistics.median(rla_rates),
-        baseline=statistics.median(raw_rates),
+        value=max(rla_rates),
+        baseline=max(raw_rates),
         unit="steps/s",
         goal=0.95,
-        note=(f"{len(tasks)} games ({', '.join(levels)}), {total_steps} steps incl. resets, median of {repeats} alternating repeats; "
+        note=(f"{len(tasks)} games ({', '.join(levels)}), {total_steps} steps incl. resets, best of {repeats} alternating repeats, CPU time; "
               "raw = textworld.start with admissible commands"),
     )]
 
