@@ -9,11 +9,11 @@ target lies. Every refusal is a ``RewriteRejected`` whose message starts with th
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from typing import Any
 
 from rla_envs.core.errors import RewriteRejected
+from rla_envs.core.proposals import find_json_object
 from rla_envs.alfworld.mutations import (
     LAMP_TYPES, STATIONS, TASK_ABILITY, can_hold, names_of, needed_copies, strip_hint,
 )
@@ -88,17 +88,8 @@ def parse_proposal(text: str) -> dict[str, str]:
 
 
 def _json_pairs(text: str) -> list[tuple[str, Any]] | None:
-    fenced = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.DOTALL)
-    start, end = text.find("{"), text.rfind("}")
-    candidates = fenced + ([text[start:end + 1]] if 0 <= start < end else [])
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            return _flatten(data)
-    return None
+    data = find_json_object(text)
+    return None if data is None else _flatten(data)
 
 
 def _flatten(data: dict) -> list[tuple[str, Any]]:

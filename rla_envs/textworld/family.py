@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from rla_envs.core.errors import InvalidTask, RewriteRejected, TaskError
+from rla_envs.core.proposals import find_json_object
 from rla_envs.core.task import Task, thaw
 from rla_envs.textworld.generate import EXPERT_STEP_LIMIT, normalize_command, normalize_spec
 
@@ -48,18 +47,9 @@ def _parse_proposal(text: str) -> dict[str, Any]:
     """The JSON object in an LLM's answer (fenced or bare), or ``RewriteRejected`` saying what was wrong."""
     if not isinstance(text, str) or not text.strip():
         raise RewriteRejected("the rewrite proposal is empty; expected a JSON object. " + REWRITE_FORMAT)
-    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.DOTALL)
-    candidates = [fenced.group(1)] if fenced else []
-    start, end = text.find("{"), text.rfind("}")
-    if start >= 0 and end > start:
-        candidates.append(text[start:end + 1])
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            return data
+    data = find_json_object(text)
+    if data is not None:
+        return data
     raise RewriteRejected(f"no JSON object found in the proposal {text[:120]!r}. " + REWRITE_FORMAT)
 
 
