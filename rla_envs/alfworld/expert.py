@@ -7,12 +7,14 @@ Two experts, one interface (:class:`Expert`: ``reset(observation, state)``, then
   **searches**: it visits receptacles in the order its object priors suggest, opens what is closed,
   takes the target when it sees it, then heats/cools/cleans and places it. It never reads where a
   hidden object is, so its demonstrations show search and recovery, and it re-plans from whatever
-  the agent actually did, so it labels any step of any trajectory (DAgger-style). Two fixes (see
+  the agent actually did, so it labels any step of any trajectory (DAgger-style). Three fixes (see
   :class:`_PolicyFixes`): the stock expert only recognises ``put`` as the placing verb, but ALFWorld
   0.4 games say ``move``, so after placing the first object of ``pick_two_obj_and_place`` it still
   believed it held it and never fetched the second one; and searching a second time, it revisited
   every receptacle it had already looked into (now visited last), which cost ~10% of pick-two
-  kitchens their 50-step budget. It also no longer closes what it opened (``close_opened=False``).
+  kitchens their 50-step budget; and it searched for a pan, pot, bowl or box (classes that are also
+  movable receptacles) by visiting every receptacle in the intro's order, ignoring its priors. It also
+  no longer closes what it opened (``close_opened=False``).
 - :class:`WalkthroughExpert` — the game's scripted walkthrough. Privileged (it walks straight to the
   hidden object) and open-loop: once the agent leaves the walkthrough it has no label (``None``).
 
@@ -74,7 +76,7 @@ def _expert_random(rng: random.Random):
 
 
 class _PolicyFixes:
-    """Mixin for alfworld's TW policies: two fixes of the stock hand-coded expert.
+    """Mixin for alfworld's TW policies: three fixes of the stock hand-coded expert.
 
     1. ``move X to Y`` is the placing action of ALFWorld 0.4 games; the stock tracker looks for
        ``put`` only, so it never emptied its hands after placing (fatal for pick_two_obj_and_place).
@@ -82,6 +84,9 @@ class _PolicyFixes:
        pick), it revisits receptacles it has already looked into; here those come last, and one where
        it saw an instance it has not taken comes first. Objects never move by themselves, so this
        uses only what the agent itself observed.
+    3. An object class that is also a movable receptacle (pan, pot, bowl, box, ...) was searched for as
+       a receptacle type: with none of that type among the room's receptacles, the stock policy fell
+       back to visiting every receptacle in the intro's order, without priors and without fix 2.
     """
 
     def __init__(self, *args, **kwargs):
@@ -101,6 +106,16 @@ class _PolicyFixes:
         super().update_state_tracking(game_state, last_action)
         if not self.close_opened:
             self.action_backlog = [a for a in self.action_backlog if not a.startswith("close ")]
+
+    def get_list_of_receptacles_of_type(self, recep_cls):
+        # Movable receptacle classes (pan, pot, bowl, box, ...) are in the stock RECEPTACLES list, so the
+        # stock search looks for a receptacle *named* "pan 1", finds none, and visits every receptacle in
+        # the intro's order, ignoring its priors and fix 2 (the cause of most remaining pick-two and pan
+        # failures). When no receptacle of the class is in the room, search for it like an object.
+        found = super().get_list_of_receptacles_of_type(recep_cls)
+        if not found and recep_cls in self.OBJECT_TO_VAL_RECEPTACLE:
+            return self.get_list_of_receptacles_to_search_for_object_cls(recep_cls)
+        return found
 
     def get_list_of_receptacles_to_search_for_object_cls(self, obj_cls):
         # The stock search visits the end of this list first: [other receptacles] + [likely receptacles].

@@ -4,8 +4,9 @@
 the floor plan's receptacles (with their poses from ``FloorPlanN-openable.json``; types the scene lists
 without a pose get a free grid point of ``FloorPlanN-layout.npy``), the object types it lists placed in
 compatible receptacles (``alfworld.gen.constants.VAL_RECEPTACLE_OBJECTS``) and a goal from
-``alfworld.gen.goal_library``. :func:`generate_game` renders it, plays the scripted walkthrough with the
-stock TextWorld PDDL engine and returns the ``game.tw-pddl`` dict, resampling when a check fails.
+``alfworld.gen.goal_library``. :func:`generate_game` renders it, plays the scripted walkthrough (in the fast
+:class:`~rla_envs.alfworld.engine.AlfWorldEngine`, or in the stock TextWorld PDDL engine on request) and
+returns the ``game.tw-pddl`` dict, resampling when a check fails.
 :func:`split_jobs` / :func:`generate_split` produce the seeded ``train`` / ``valid_seen`` / ``valid_unseen``
 splits (``valid_unseen`` uses floor plans that ``train`` never does).
 """
@@ -13,11 +14,13 @@ splits (``valid_unseen`` uses floor plans that ``train`` never does).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import random
 import re
 import warnings
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -265,8 +268,7 @@ def sample_scene(floor_plan: str, task_type: str, seed: int | str) -> Scene:
                 host = rng.choice(by_type[rng.choice(holders)])
                 objects.append(new_object(otype, host, rng, taken_ids))
     if goal.toggle_target:
-        hosts = [r for t in LAMP_HOSTS for r in by_type.get(t, [])]
-        objects.append(new_object(goal.toggle_target, rng.choice(hosts), rng, taken_ids))
+        objects.append(new_object(goal.toggle_target, rng.choice(_lamp_hosts(receptacles)), rng, taken_ids))
     for _attempt in range(200):
         x, z = rng.choice(plan.grid)
         agent_location = _location(x, z, rng.randrange(4) * 90, 30)
@@ -274,6 +276,18 @@ def sample_scene(floor_plan: str, task_type: str, seed: int | str) -> Scene:
             break
     return Scene(floor_plan=floor_plan, agent_location=agent_location, receptacles=receptacles, objects=objects,
                  goal=goal, problem_name=re.sub(r"\W", "_", f"plan_rla_{floor_plan}_{task_type}_{seed}"))
+
+
+def _lamp_hosts(receptacles: list[Receptacle]) -> list[Receptacle]:
+    """The furniture a goal lamp may stand on, preferring hosts that share their location with no other receptacle.
+
+    At a shared location only one receptacle can be "gone to" (``go to`` the other is not admissible
+    there), so a lamp on the other is easily never seen; real ALFWorld lamps stand where one can find them.
+    """
+    hosts = [r for t in LAMP_HOSTS for r in receptacles if r.type == t]
+    per_location = Counter(r.location for r in receptacles)
+    alone = [r for r in hosts if per_location[r.location] == 1]
+    return alone or hosts
 
 
 def new_object(otype: str, host: Receptacle, rng: random.Random, taken_ids: set[str]) -> SceneObject:
@@ -287,18 +301,21 @@ def new_object(otype: str, host: Receptacle, rng: random.Random, taken_ids: set[
 
 # ------------------------------------------------------------------------------------------ games
 
-def generate_game(floor_plan: str, task_type: str, seed: int, *, verify: bool = True) -> dict:
+def generate_game(floor_plan: str, task_type: str, seed: int, *, verify: bool = True, engine: str = "fast") -> dict:
     """A new, verified ALFWorld game in the ``game.tw-pddl`` format.
 
     Returns ``{"pddl_domain", "grammar", "pddl_problem", "solvable": True, "walkthrough": [...]}`` plus the
     keys ``"goal"`` (the goal sentence), ``"task_type"``, ``"pddl_params"`` and ``"floor_plan"`` (extra keys
-    that TextWorld ignores). With ``verify`` (default) the walkthrough is played in the stock TextWorld
-    ``PddlEnv`` + ``AlfredDemangler`` and must win with admissible commands only; a failing sample is
-    redrawn (seed ``seed``, then derived seeds) up to a few times before ``TaskGenerationError``.
+    that TextWorld ignores). With ``verify`` (default) the walkthrough must win with admissible commands
+    only, played in ``engine``: ``"fast"`` (this process's ``AlfWorldEngine``, reused across games) or
+    ``"stock"`` (TextWorld's ``PddlEnv`` + ``AlfredDemangler``; same verdicts, 2-8 s per game). A failing
+    sample is redrawn (seed ``seed``, then derived seeds) up to a few times before ``TaskGenerationError``.
     """
     from rla_envs.alfworld.tasks import game_from_scene
-    from rla_envs.alfworld.walkthrough import play_walkthrough
+    from rla_envs.alfworld.walkthrough import ENGINES, play_walkthrough
 
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
     failures = []
     for attempt in range(MAX_ATTEMPTS):
         scene = sample_scene(floor_plan, task_type, seed if attempt == 0 else f"{seed}_retry{attempt}")
@@ -309,7 +326,7 @@ def generate_game(floor_plan: str, task_type: str, seed: int, *, verify: bool = 
             continue
         if not verify:
             return game
-        result = play_walkthrough(game)
+        result = play_walkthrough(game, engine=engine)
         if result.won:
             return game
         failures.append(result.reason)
@@ -343,31 +360,36 @@ def split_jobs(split: str, n_per_type: int, seed: int = 0,
     return jobs
 
 
-def _generate_job(job: tuple[str, str, int]) -> tuple[tuple[str, str, int], dict | None, str]:
+def _generate_job(job: tuple[str, str, int], engine: str = "fast") -> tuple[tuple[str, str, int], dict | None, str]:
     floor_plan, task_type, game_seed = job
     try:
-        return job, generate_game(floor_plan, task_type, game_seed), ""
+        return job, generate_game(floor_plan, task_type, game_seed, engine=engine), ""
     except TaskGenerationError as exc:
         return job, None, str(exc)
 
 
-def generate_split(split: str, n_per_type: int, seed: int = 0, *, workers: int = 1,
-                   progress: bool = False) -> Iterator[tuple[tuple[str, str, int], dict]]:
-    """Yield ``(job, game)`` for every job of :func:`split_jobs`, in job order, verified.
+def generate_split(split: str, n_per_type: int, seed: int = 0, *, workers: int = 1, progress: bool = False,
+                   engine: str = "fast", skip: Collection[tuple[str, str, int]] = ()
+                   ) -> Iterator[tuple[tuple[str, str, int], dict]]:
+    """Yield ``(job, game)`` for every job of :func:`split_jobs` not in ``skip``, in job order, verified.
 
-    ``workers > 1`` plays the walkthroughs in that many processes (the PDDL engine is not thread-safe;
-    processes are forked where the OS allows, so callers need no ``if __name__ == "__main__"`` guard).
-    A job whose game cannot be built is skipped with a warning; ``progress`` shows a tqdm bar.
+    ``workers > 1`` plays the walkthroughs in that many processes, each with its own engine reused
+    across its games (the PDDL engine is not thread-safe; processes are forked where the OS allows, so
+    callers need no ``if __name__ == "__main__"`` guard). ``engine`` is what verifies each walkthrough
+    (see :func:`generate_game`). A job whose game cannot be built is skipped with a warning;
+    ``progress`` shows a tqdm bar.
     """
-    jobs = split_jobs(split, n_per_type, seed)
+    skip = set(skip)
+    jobs = [job for job in split_jobs(split, n_per_type, seed) if job not in skip]
+    make = functools.partial(_generate_job, engine=engine)
     with contextlib.ExitStack() as stack:
-        results: Iterator = map(_generate_job, jobs)
+        results: Iterator = map(make, jobs)
         if workers > 1 and len(jobs) > 1:
             import multiprocessing
 
             method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
             pool = stack.enter_context(multiprocessing.get_context(method).Pool(min(workers, len(jobs))))
-            results = pool.imap(_generate_job, jobs)
+            results = pool.imap(make, jobs)
         bar = None
         if progress:  # after the fork: tqdm starts a monitor thread
             from tqdm import tqdm

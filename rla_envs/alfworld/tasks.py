@@ -37,7 +37,7 @@ __all__ = [
 #: Games per task type in a default generated split: 6 x 5 = 30 games, about a minute with 2 workers.
 DEFAULT_N_PER_TYPE = 5
 #: Bumped whenever generation changes, so that old caches are not mistaken for new ones.
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 _GOAL_RE = re.compile(r"Your task is to: (.*?)\.\"")
 
 
@@ -167,12 +167,14 @@ def generated_tasks(split: str = "train", n_per_type: int = DEFAULT_N_PER_TYPE, 
                     workers: int = 2, progress: bool = True) -> list[Task]:
     """The generated ALFWorld tasks of a split: ``n_per_type`` for each of the 6 task types, seeded.
 
-    Games are generated once (each verified by playing its walkthrough in the stock engine) and cached
-    under ``cache_dir("alfworld", "generated", ...)`` as ``tasks.json`` plus one ``.tw-pddl`` game file
-    per task; later calls with the same arguments read the cache. ``workers`` processes play the games
-    (the PDDL engine is not thread-safe); ``progress`` shows a tqdm bar (default: when generating).
+    Games are generated once (each verified by playing its walkthrough in the engine) and cached under
+    ``cache_dir("alfworld", "generated", ...)`` as one ``.tw-pddl`` game file per task plus ``tasks.json``;
+    later calls with the same arguments read the cache. Each game file is written (atomically) as soon as
+    its game is ready, so a run that was interrupted loses nothing: the next call reuses the finished
+    games and generates only the rest. ``workers`` processes play the games (the PDDL engine is not
+    thread-safe); ``progress`` shows a tqdm bar (default: when generating).
     """
-    from rla_envs.alfworld.generate import SPLITS, generate_split
+    from rla_envs.alfworld.generate import SPLITS, generate_split, split_jobs
 
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
@@ -182,15 +184,35 @@ def generated_tasks(split: str = "train", n_per_type: int = DEFAULT_N_PER_TYPE, 
         try:
             return [Task.from_dict(item) for item in json.loads(index.read_text())]
         except (ValueError, KeyError, InvalidTask):
-            pass  # a corrupt cache (should not happen with atomic writes): regenerate
+            pass  # a corrupt cache (should not happen with atomic writes): rebuild it
+    jobs = split_jobs(split, n_per_type, seed)
+    games = {job: game for job in jobs if (game := _finished_game(folder, job)) is not None}
+    for job, game in generate_split(split, n_per_type, seed, workers=workers, progress=progress, skip=set(games)):
+        atomic_write_json(folder / "games" / _game_file_name(job), game)
+        games[job] = game
     tasks = []
-    for job, game in generate_split(split, n_per_type, seed, workers=workers, progress=progress):
-        game_file = folder / "games" / _game_file_name(job)
-        atomic_write_json(game_file, game)
-        meta = {"split": split, "source": "generated", "game_file": str(game_file), "seed": job[2]}
-        tasks.append(task_from_game(game, origin="generated", meta=meta))
+    for job in jobs:  # in job order, whichever run generated the game
+        if job in games:
+            meta = {"split": split, "source": "generated", "game_file": str(folder / "games" / _game_file_name(job)),
+                    "seed": job[2]}
+            tasks.append(task_from_game(games[job], origin="generated", meta=meta))
     atomic_write_json(index, [t.to_dict() for t in tasks])
     return tasks
+
+
+def _finished_game(folder: Path, job: tuple[str, str, int]) -> dict | None:
+    """The game an earlier (maybe interrupted) run wrote for ``job``, or None if there is no usable one."""
+    path = folder / "games" / _game_file_name(job)
+    try:
+        game = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    expected = {"floor_plan": job[0], "task_type": job[1]}
+    if not isinstance(game, dict) or any(game.get(key) != value for key, value in expected.items()):
+        return None
+    if not all(isinstance(game.get(key), str) for key in ("pddl_domain", "grammar", "pddl_problem", "goal")):
+        return None
+    return game
 
 
 # ------------------------------------------------------------------------------------------ real data

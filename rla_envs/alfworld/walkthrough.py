@@ -1,24 +1,31 @@
-"""The scripted (privileged) walkthrough of an ALFWorld scene, and its check in the stock TextWorld engine.
+"""The scripted (privileged) walkthrough of an ALFWorld scene, and its check in a game engine.
 
 :func:`walkthrough` reads the scene (it knows where every object lies) and returns the shortest sensible
 command list in ALFWorld's demangled text ("go to countertop 1", "take apple 1 from countertop 1",
 "clean apple 1 with sinkbasin 1", "move apple 1 to fridge 1", "use desklamp 1"). It is a reference
 solution, not a demonstration of search: it never looks anywhere the target is not.
 
-:func:`play_walkthrough` plays commands in ``textworld.envs.PddlEnv`` wrapped in alfworld's
-``AlfredDemangler``, requiring each command to be admissible, and reports whether the game was won.
+:func:`play_walkthrough` plays commands, requiring each one to be admissible, and reports whether the game
+was won. It plays in this process's :class:`~rla_envs.alfworld.engine.AlfWorldEngine` (``engine="fast"``,
+the default: one engine per process and thread, reused across games) or in textworld's stock
+``PddlEnv`` wrapped in alfworld's ``AlfredDemangler`` (``engine="stock"``, 2-8 s per game). Both give
+the same transcripts (``tests/alfworld/test_engine.py`` checks it), so the fast one decides.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from dataclasses import dataclass, field
 
 from rla_envs.core.errors import InvalidTask
 from rla_envs.alfworld.scene import Receptacle, Scene, SceneObject, display_names
 
-__all__ = ["walkthrough", "PlayResult", "play_walkthrough", "stock_engine"]
+__all__ = ["walkthrough", "PlayResult", "play_walkthrough", "stock_engine", "fast_engine", "ENGINES"]
+
+#: Engines :func:`play_walkthrough` can play in: the fast ``AlfWorldEngine`` and textworld's stock ``PddlEnv``.
+ENGINES = ("fast", "stock")
 
 
 class _Route:
@@ -103,7 +110,7 @@ def walkthrough(scene: Scene) -> list[str]:
     return route.commands
 
 
-# ------------------------------------------------------------------------------------------ stock engine
+# ------------------------------------------------------------------------------------------ engines
 
 @contextlib.contextmanager
 def _keep_argv():
@@ -131,6 +138,26 @@ def stock_engine():
     return _STOCK_ENGINE
 
 
+class _FastEngines(threading.local):
+    """This thread's engine (an engine is not thread-safe); forked workers start with the parent's copy."""
+
+    engine = None
+
+
+_FAST_ENGINES = _FastEngines()
+
+
+def fast_engine():
+    """This process's (and thread's) :class:`~rla_envs.alfworld.engine.AlfWorldEngine`, built once, reused."""
+    if _FAST_ENGINES.engine is None:
+        import textworld
+
+        from rla_envs.alfworld.engine import AlfWorldEngine
+
+        _FAST_ENGINES.engine = AlfWorldEngine(textworld.EnvInfos(admissible_commands=True, won=True, feedback=True))
+    return _FAST_ENGINES.engine
+
+
 @dataclass
 class PlayResult:
     """The outcome of playing a command list: won?, why not, and the transcript (observation per step)."""
@@ -140,15 +167,19 @@ class PlayResult:
     transcript: list[str] = field(default_factory=list)
 
 
-def play_walkthrough(game: dict, commands: list[str] | None = None) -> PlayResult:
-    """Play ``commands`` (default: the game's walkthrough) in the stock engine; every one must be admissible.
+def play_walkthrough(game: dict, commands: list[str] | None = None, *, engine: str = "fast") -> PlayResult:
+    """Play ``commands`` (default: the game's walkthrough); every one must be admissible.
 
-    Wins only if the goal holds after the last command and not before it.
+    Wins only if the goal holds after the last command and not before it. ``engine`` is one of
+    :data:`ENGINES`: ``"fast"`` (this process's ``AlfWorldEngine``) or ``"stock"`` (textworld's
+    ``PddlEnv`` + ``AlfredDemangler``, the reference ALFWorld plays in; ~80x slower per step).
     """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
     commands = list(game.get("walkthrough") or []) if commands is None else list(commands)
     if not commands:
         return PlayResult(False, "the game has no walkthrough to play")
-    env = stock_engine()
+    env = stock_engine() if engine == "stock" else fast_engine()
     with _keep_argv():
         env.load({k: game[k] for k in ("pddl_domain", "grammar", "pddl_problem")})
         state = env.reset()

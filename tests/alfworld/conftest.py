@@ -1,7 +1,7 @@
 """Shared ALFWorld fixtures: one generated, engine-verified game per task type, cached in a temp dir.
 
-``alfworld_tasks`` costs ~15-25 s once per session (6 games, each played in the stock PDDL engine);
-every other fixture derives from it.
+``alfworld_tasks`` costs a few seconds once per session (6 games, each verified in the fast engine;
+tests that need textworld's stock engine use it explicitly); every other fixture derives from it.
 """
 
 from __future__ import annotations

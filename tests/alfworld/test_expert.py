@@ -52,6 +52,26 @@ def test_placing_with_move_empties_the_hands_of_the_fixed_policy():
     assert stock.inventory == ["spatula 2"]
 
 
+def test_a_pan_is_searched_for_where_pans_are_likely():
+    # "pan" is also a (movable) receptacle class: the stock policy looked for receptacles named "pan N",
+    # found none and visited every receptacle in the intro's order (the toaster first), ignoring its priors.
+    from alfworld.agents.expert.handcoded_expert_tw import PickTwoObjAndPlaceTWPolicy
+
+    params = {"object_target": "pan", "parent_target": "cabinet", "toggle_target": "", "mrecep_target": "",
+              "object_sliced": False, "task_type": "pick_two_obj_and_place"}
+    intro = ("-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, "
+             "you see a cabinet 1, a countertop 1, a drawer 1, a garbagecan 1, a stoveburner 1, and a toaster 1.")
+    fixed = _fixed_policy_classes()["PickTwoObjAndPlaceTWPolicy"](params, max_steps=50)
+    stock = PickTwoObjAndPlaceTWPolicy(params, max_steps=50)
+    for policy in (fixed, stock):
+        policy.observe(intro)
+    assert stock.get_list_of_receptacles_of_type("pan") == []  # then it falls back to the intro order
+    order = fixed.get_list_of_receptacles_of_type("pan")  # visited from the end
+    assert sorted(order) == sorted(fixed.receptacles)
+    assert order[-1] in ("cabinet 1", "countertop 1", "stoveburner 1") and order.index("toaster 1") < 3
+    assert fixed.get_list_of_receptacles_of_type("cabinet") == ["cabinet 1"]  # real receptacle types unchanged
+
+
 def test_labels_follow_what_the_agent_actually_did(alfworld_tasks):
     task = next(t for t in alfworld_tasks if t.spec["task_type"] == "pick_and_place_simple")
     env = gym.make("rla/AlfWorld-v0", tasks=[task], expert="handcoded")

@@ -1,4 +1,4 @@
-"""Generation of ALFWorld games: scene model, splits, determinism, walkthroughs in the stock engine."""
+"""Generation of ALFWorld games: scene model, splits, determinism, walkthroughs in the fast and stock engines."""
 
 from __future__ import annotations
 
@@ -136,6 +136,16 @@ def test_split_jobs_are_seeded_and_valid_seen_differs_from_train():
     assert [t for _, t, _ in jobs] == [t for t in TASK_TYPES for _ in range(2)]
 
 
+def test_goal_lamps_stand_where_going_to_their_host_reaches_them():
+    # With seed 5 the lamp used to stand on one of three shelves sharing a location: "go to" reaches only
+    # one of them, so the searching expert (and an agent) looped between shelves and never saw the lamp.
+    for floor_plan, seed in (("FloorPlan219", 5), ("FloorPlan227", 6), ("FloorPlan301", 0)):
+        scene = sample_scene(floor_plan, "look_at_obj_in_light", seed)
+        (lamp,) = scene.objects_of_type(scene.goal.toggle_target)
+        host = scene.receptacle(lamp.receptacle)
+        assert [r.location for r in scene.receptacles].count(host.location) == 1, (floor_plan, seed)
+
+
 # ------------------------------------------------------------------------------------------ games
 
 def test_same_seed_same_game_other_seed_other_game():
@@ -153,8 +163,9 @@ def test_game_file_format(alfworld_games):
 
 
 @pytest.mark.parametrize("task_type", TASK_TYPES)
-def test_every_task_type_has_a_walkthrough_that_wins_in_the_stock_engine(alfworld_games, task_type):
+def test_every_task_type_has_a_walkthrough_that_wins(alfworld_games, task_type):
     game = alfworld_games[task_type]
+    assert play_walkthrough(game).won
     verbs = {"pick_clean_then_place_in_recep": "clean ", "pick_heat_then_place_in_recep": "heat ",
              "pick_cool_then_place_in_recep": "cool ", "look_at_obj_in_light": "use "}
     assert any(c.startswith(verbs.get(task_type, "move ")) for c in game["walkthrough"])
@@ -164,20 +175,31 @@ def test_every_task_type_has_a_walkthrough_that_wins_in_the_stock_engine(alfworl
 
 def test_stock_engine_plays_the_walkthrough_and_shows_alfworld_text(alfworld_games):
     game = alfworld_games["pick_heat_then_place_in_recep"]
-    result = play_walkthrough(game)
+    result = play_walkthrough(game, engine="stock")
     assert result.won, result.reason
+    assert result.transcript == play_walkthrough(game).transcript  # the fast engine's verdict is the same
     intro = result.transcript[0]
     assert intro.startswith("-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room.")
     assert "a microwave 1" in intro and "Your task is to: " in intro
     assert any(line.startswith("You heat the ") for line in result.transcript)
 
 
-def test_play_walkthrough_rejects_short_or_inadmissible_plans(alfworld_games):
+@pytest.mark.parametrize("engine", ["fast", "stock"])
+def test_play_walkthrough_rejects_short_or_inadmissible_plans(alfworld_games, engine):
     game = alfworld_games["pick_and_place_simple"]
-    short = play_walkthrough(game, game["walkthrough"][:-1])
+    short = play_walkthrough(game, game["walkthrough"][:-1], engine=engine)
     assert not short.won and "goal does not hold" in short.reason
-    bogus = play_walkthrough(game, ["fly to the moon"])
+    bogus = play_walkthrough(game, ["fly to the moon"], engine=engine)
     assert not bogus.won and "not admissible" in bogus.reason
+    with pytest.raises(ValueError, match="unknown engine 'tatsu'"):
+        play_walkthrough(game, engine="tatsu")
+
+
+def test_generation_verified_in_the_stock_engine_gives_the_same_game():
+    job = split_jobs("valid_seen", 1, seed=4)[TASK_TYPES.index("pick_two_obj_and_place")]
+    stock = generate_game(*job, engine="stock")
+    assert play_walkthrough(stock, engine="stock").won
+    assert stock == generate_game(*job)  # verified in the fast engine (the default)
 
 
 def test_walkthrough_needs_the_target():

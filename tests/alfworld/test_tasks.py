@@ -9,7 +9,7 @@ import pytest
 from rla_envs.core.errors import DataNotFound, InvalidTask
 from rla_envs.core.task import Task
 from rla_envs.alfworld import generate as generate_module
-from rla_envs.alfworld.generate import UNSEEN_FLOOR_PLANS, generate_game
+from rla_envs.alfworld.generate import UNSEEN_FLOOR_PLANS, generate_game, split_jobs
 from rla_envs.alfworld.scene import TASK_TYPES, render_problem
 from rla_envs.alfworld.tasks import (
     DEFAULT_N_PER_TYPE, dataset_tasks, domain_and_grammar, game_from_scene, game_from_task, generated_tasks,
@@ -59,6 +59,40 @@ def test_generated_tasks_are_seeded(alfworld_tasks):
     job = (task.spec["floor_plan"], task.spec["task_type"], task.meta["seed"])
     rebuilt = task_from_game(generate_game(*job), origin="generated", meta=dict(task.meta))
     assert rebuilt.id == task.id and rebuilt == task
+
+
+def test_an_interrupted_generation_keeps_the_games_it_finished(alfworld_cache, monkeypatch):
+    real_generate_split = generate_module.generate_split
+    jobs = split_jobs("train", 1, seed=3)
+
+    def killed_after_two_games(*args, **kwargs):
+        for count, item in enumerate(real_generate_split(*args, **kwargs)):
+            if count == 2:
+                raise KeyboardInterrupt("killed")
+            yield item
+
+    monkeypatch.setattr(generate_module, "generate_split", killed_after_two_games)
+    with pytest.raises(KeyboardInterrupt):
+        generated_tasks("train", n_per_type=1, seed=3, workers=1, progress=False)
+    (folder,) = (alfworld_cache / "alfworld").rglob("*-train-n1-seed3")
+    games = [folder / "games" / f"{task_type}-{plan}-{game_seed}.tw-pddl" for plan, task_type, game_seed in jobs]
+    assert [path.exists() for path in games] == [True, True] + [False] * (len(jobs) - 2)
+    finished = {path: path.read_text() for path in games[:2]}
+    games[1].write_text(finished[games[1]][:100])  # a damaged file (not from our atomic writes) is redone
+
+    regenerated = []
+
+    def recording(*args, **kwargs):
+        for job, game in real_generate_split(*args, **kwargs):
+            regenerated.append(job)
+            yield job, game
+
+    monkeypatch.setattr(generate_module, "generate_split", recording)
+    tasks = generated_tasks("train", n_per_type=1, seed=3, workers=1, progress=False)
+    assert regenerated == jobs[1:]  # the intact finished game was reused, not generated again
+    assert games[0].read_text() == finished[games[0]] and games[1].read_text() == finished[games[1]]
+    assert [(t.spec["floor_plan"], t.spec["task_type"], t.meta["seed"]) for t in tasks] == jobs
+    assert tasks[0] == task_from_game(json.loads(finished[games[0]]), origin="generated", meta=dict(tasks[0].meta))
 
 
 def test_default_size_and_bad_split():
