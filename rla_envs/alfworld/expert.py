@@ -203,6 +203,7 @@ class HandCodedExpert:
         self._agent = _make_hand_coded_agent(max_steps)
         self._agent.reset(self.params)  # fails early on an unknown task type
         self._rng = random.Random(seed)
+        self._stand_in: tuple[str, str] | None = None  # (command played, command the policy asked for)
         self.gave_up = False
         self.failure = ""  # why it gave up, if it did
 
@@ -220,6 +221,7 @@ class HandCodedExpert:
         self._agent.reset(self.params)
         self._agent.policy.close_opened = self.close_opened
         self._rng = random.Random(self.seed)
+        self._stand_in = None
         self.gave_up = False
         self.failure = ""
         self._agent.observe(observation)
@@ -235,6 +237,9 @@ class HandCodedExpert:
 
         if self.gave_up:
             return None
+        if self._stand_in is not None and (last_action or "").strip() == self._stand_in[0]:
+            last_action = self._stand_in[1]  # the policy asked to go there; tell it that it did
+        self._stand_in = None
         game_state = {"feedback": observation, "admissible_commands": list(state["admissible_commands"]),
                       "facts": state["facts"], "won": bool(state.get("won"))}
         try:
@@ -244,7 +249,23 @@ class HandCodedExpert:
             return self._give_up(f"{type(exc).__name__} after {self._agent.policy.steps} steps")
         except (IndexError, KeyError, ValueError) as exc:  # the stock policies assume, e.g., a receptacle exists
             return self._give_up(f"the hand-coded policy failed: {type(exc).__name__}: {exc}")
-        return command if command in game_state["admissible_commands"] else FALLBACK_ACTION
+        return self._admissible(command, game_state["admissible_commands"])
+
+    def _admissible(self, command: str, admissible: Sequence[str]) -> str:
+        """``command`` if the game accepts it, else what stands in for it.
+
+        Receptacles that share a location (stacked drawers, a row of shelves) make ``go to`` the second
+        one inadmissible: the agent already stands there. The stock expert then loops on that ``go to``;
+        here ``examine`` it instead, and the next step tells the policy it went there.
+        """
+        if command in admissible:
+            return command
+        if command.startswith("go to "):
+            examine = "examine " + command[len("go to "):]
+            if examine in admissible:
+                self._stand_in = (examine, command)
+                return examine
+        return FALLBACK_ACTION
 
 
 # --------------------------------------------------------------------------- walkthrough

@@ -72,6 +72,21 @@ def test_a_pan_is_searched_for_where_pans_are_likely():
     assert fixed.get_list_of_receptacles_of_type("cabinet") == ["cabinet 1"]  # real receptacle types unchanged
 
 
+def test_receptacles_sharing_a_location_are_examined_instead_of_looped_on():
+    # FloorPlan219: shelves 1-3 share one spot, so "go to shelf 3" is inadmissible standing at shelf 1; the
+    # stock expert asked for it forever (54 of 100 steps) and never reached the floor lamp on shelf 4.
+    from rla_envs.alfworld.generate import generate_game
+    from rla_envs.alfworld.tasks import task_from_game
+
+    task = task_from_game(generate_game("FloorPlan219", "look_at_obj_in_light", 1913183458))
+    env = gym.make("rla/AlfWorld-v0", tasks=[task], expert="handcoded")
+    demonstration = collect_demonstration(env, task, seed=0)
+    env.close()
+    assert demonstration.won and len(demonstration.actions) < 50
+    examined = [a for a in demonstration.actions if a.startswith("examine shelf")]
+    assert len(examined) == len(set(examined))  # each co-located shelf looked at once, no loop
+
+
 def test_labels_follow_what_the_agent_actually_did(alfworld_tasks):
     task = next(t for t in alfworld_tasks if t.spec["task_type"] == "pick_and_place_simple")
     env = gym.make("rla/AlfWorld-v0", tasks=[task], expert="handcoded")
