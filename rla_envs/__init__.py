@@ -20,6 +20,7 @@ __version__ = "0.1.0"
 ENV_IDS: dict[str, str] = {
     "rla/AlfWorld-v0": "rla_envs.alfworld.env:AlfWorldEnv",
     "rla/TextWorld-v0": "rla_envs.textworld.env:TextWorldEnv",
+    "rla/Code-v0": "rla_envs.code.env:CodeEnv",
 }
 
 for _env_id, _entry_point in ENV_IDS.items():

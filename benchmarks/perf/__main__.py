@@ -16,6 +16,7 @@ from benchmarks.perf.report import Metric, format_table, machine_facts, write_js
 SUITES: dict[str, tuple[str, ...]] = {
     "textenvs": ("benchmarks.perf.textworld", "benchmarks.perf.alfworld"),
     "curriculum": ("benchmarks.perf.curriculum",),
+    "sandbox": ("benchmarks.perf.sandbox",),
 }
 SUITES["all"] = tuple(dict.fromkeys(m for modules in SUITES.values() for m in modules))
 

@@ -19,6 +19,7 @@ DIRECTIONS: tuple[str, ...] = ("harder", "easier")
 FAMILY_ENTRY_POINTS: dict[str, str] = {
     "alfworld": "rla_envs.alfworld.family:AlfWorldFamily",
     "textworld": "rla_envs.textworld.family:TextWorldFamily",
+    "code": "rla_envs.code.family:CodeFamily",
 }
 
 

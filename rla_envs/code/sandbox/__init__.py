@@ -1,0 +1,50 @@
+"""Sandboxes that run untrusted programs: ``make_sandbox("local")`` (default).
+
+The interface (:class:`Sandbox`, :class:`Limits`, :class:`Call`, :class:`CallResult`) is in
+:mod:`rla_envs.code.sandbox.base`; backends are imported only when made.
+"""
+
+from __future__ import annotations
+
+from rla_envs.code.sandbox.base import (
+    Call,
+    CallResult,
+    ConfinementUnavailable,
+    Limits,
+    Sandbox,
+    SandboxError,
+    Session,
+)
+
+__all__ = [
+    "BACKENDS",
+    "Call",
+    "CallResult",
+    "ConfinementUnavailable",
+    "Limits",
+    "Sandbox",
+    "SandboxError",
+    "Session",
+    "make_sandbox",
+]
+
+BACKENDS: dict[str, str] = {
+    "local": "rla_envs.code.sandbox.local:LocalSandbox",
+}
+
+
+def make_sandbox(backend: str = "local", **kwargs) -> Sandbox:
+    """Build the sandbox ``backend`` (``"local"``); keyword arguments go to its constructor.
+
+    ``local`` takes ``slots`` (concurrent sessions, one uid each), ``uid_base`` and ``unsafe`` (run
+    without confinement on a machine that cannot confine — only for code you trust).
+    """
+    import difflib
+    import importlib
+
+    if backend not in BACKENDS:
+        close = difflib.get_close_matches(backend, list(BACKENDS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown sandbox backend {backend!r}; expected one of {sorted(BACKENDS)}.{hint}")
+    module_name, class_name = BACKENDS[backend].split(":")
+    return getattr(importlib.import_module(module_name), class_name)(**kwargs)

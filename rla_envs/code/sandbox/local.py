@@ -1,0 +1,294 @@
+"""The ``local`` sandbox: a warm fork server on this machine, one unprivileged uid per concurrent slot.
+
+What confines the program (each step detected at start, see :meth:`LocalSandbox.capabilities`):
+its own uid (``uid_base + slot``) and 0700 work dir, a clean environment, rlimits (address space,
+CPU, file size, open files, processes), a new PID namespace with its own ``/proc`` (the whole tree is
+SIGKILLed at the timeout, setsid and double-fork escapes included), a private mount namespace where
+``/tmp``, ``/home``, ``/root``, ``/dev/shm``... are empty, an empty network namespace, Landlock (reads:
+Python and system libraries; writes: the work dir; no TCP; no signals outside) and a seccomp filter.
+Results come back on a dedicated pipe as tagged records with exact builtin types; stdout/stderr are
+kept up to ``Limits.output_bytes`` each.
+
+Speed: each slot keeps a spare worker (forked, namespaced, Landlock + seccomp on) waiting for its
+program, so a run costs the uid switch, the rlimits and the program itself; a background thread ends
+used workers and makes the next spares. Sandboxes on one machine claim disjoint uid blocks (flock'ed
+files in ``/run/lock/rla-sandbox-uids``), since RLIMIT_NPROC and the kill sweep work per uid.
+
+Example::
+
+    from rla_envs.code.sandbox import Call, make_sandbox
+
+    with make_sandbox("local") as sandbox:
+        [result] = sandbox.run("def solve(x):\\n    return x + 1\\n", [Call(function="solve", args=(1,))])
+        assert result.status == "ok" and result.value == 2
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import weakref
+from pathlib import Path
+from typing import Sequence
+
+from rla_envs.code.sandbox.base import Call, CallResult, ConfinementUnavailable, Limits, SandboxError
+from rla_envs.code.sandbox.session import LocalSession
+
+__all__ = ["LocalSandbox", "LocalSession"]
+
+_REQUIRED = ("uid_switch", "pidns", "mountns", "netns")
+
+
+class LocalSandbox:
+    """Runs untrusted Python programs under Linux confinement through a warm fork server.
+
+    Args:
+        slots: concurrent sessions (each gets its own uid; more callers wait for a free slot).
+        uid_base: first sandbox uid; slot ``i`` runs as ``uid_base + i`` (no /etc/passwd entry needed).
+        unsafe: run even if this machine cannot confine (not root, no namespaces). Only for code you trust.
+    """
+
+    name = "local"
+
+    def __init__(self, slots: int = 4, uid_base: int | None = None, unsafe: bool = False) -> None:
+        if slots < 1:
+            raise ValueError(f"slots must be >= 1, got {slots}")
+        if uid_base is not None and not 1000 <= uid_base <= 2**31 - 1 - slots:
+            raise ValueError(f"uid_base must be an unused uid >= 1000, got {uid_base}")
+        if sys.platform != "linux":
+            raise ConfinementUnavailable(f"the local sandbox needs Linux, this is {sys.platform}; use backend='docker'")
+        if os.geteuid() != 0 and not unsafe:
+            raise ConfinementUnavailable(
+                "the local sandbox needs root to run code as a separate uid in its own namespaces; run as root, "
+                "use backend='docker', or pass unsafe=True to run without confinement (trusted code only)")
+        self.unsafe = unsafe
+        self._uid_locks = _claim_uids(slots, uid_base)
+        self.uid_base = uid_base if uid_base is not None else min(self._uid_locks)
+        self._ready: queue.SimpleQueue = queue.SimpleQueue()  # warm spare sessions (or the error that stopped them)
+        self._retired: queue.SimpleQueue = queue.SimpleQueue()  # used sessions for the warmer thread to end
+        self._lock = threading.Lock()
+        self._sessions: weakref.WeakSet[LocalSession] = weakref.WeakSet()
+        self._closed = False
+        try:
+            self._start_server(slots)
+            for slot in range(slots):
+                self._ready.put(LocalSession(self, slot))
+        except BaseException:
+            self.close()
+            raise
+        self._warmer = threading.Thread(target=self._warm_loop, name="rla-sandbox-warmer", daemon=True)
+        self._warmer.start()
+
+    # -- fork server -------------------------------------------------------------------------------
+
+    def _start_server(self, slots: int) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        package_root = str(Path(__file__).resolve().parents[3])
+        config = {"unsafe": self.unsafe, "uid_base": self.uid_base, "slots": slots}
+        if os.geteuid() != 0:
+            import tempfile
+
+            config["work_root"] = tempfile.mkdtemp(prefix="rla-sandbox-")
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": package_root, "PYTHONDONTWRITEBYTECODE": "1",
+               "RLA_SANDBOX_CONFIG": json.dumps(config)}
+        self._server = subprocess.Popen(
+            [sys.executable, "-s", "-c", _BOOTSTRAP, package_root, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),), env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            start_new_session=True)
+        theirs.close()
+        self._control = ours
+        ours.settimeout(60)
+        try:
+            hello = json.loads(ours.recv(1 << 16) or b"{}")
+        except (OSError, ValueError) as exc:
+            self._stop_server()
+            raise SandboxError(f"the sandbox fork server did not start: {exc}") from exc
+        if "hello" not in hello:
+            self._stop_server()
+            raise SandboxError(f"the sandbox fork server did not start (exit code {self._server.poll()})")
+        ours.settimeout(None)
+        self._caps = dict(hello["hello"], backend="local", slots=slots, uids=[self.uid_base, self.uid_base + slots - 1],
+                          rlimits=["RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_NPROC",
+                                   "RLIMIT_CORE"], fork_server_pid=self._server.pid)
+        missing = [key for key in _REQUIRED if not self._caps.get(key)]
+        if missing and not self.unsafe:
+            self._stop_server()
+            raise ConfinementUnavailable(
+                f"this machine cannot confine untrusted code: {', '.join(missing)} unavailable (detected: "
+                f"{self._caps}); use backend='docker' or pass unsafe=True (trusted code only)")
+
+    def _stop_server(self) -> None:
+        try:
+            self._control.close()
+        except OSError:
+            pass
+        try:
+            self._server.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._server.kill()
+            self._server.wait()
+
+    def _spawn(self, spec: dict, fds: list[int]) -> int:
+        with self._lock:
+            if self._closed and self._server.poll() is not None:
+                raise SandboxError("this sandbox is closed")
+            socket.send_fds(self._control, [json.dumps({"spawn": spec}).encode()], fds)
+            reply = json.loads(self._control.recv(1 << 16) or b'{"error": "the fork server exited"}')
+        if "error" in reply:
+            raise SandboxError(f"the fork server could not start a session: {reply['error']}")
+        return reply["spawned"]
+
+    def _acquire(self) -> "LocalSession":
+        """A warm spare session (waits for a free slot)."""
+        item = self._ready.get()
+        if isinstance(item, BaseException):
+            self._ready.put(item)
+            raise SandboxError(f"the sandbox cannot start sessions any more: {item}") from item
+        self._sessions.add(item)
+        return item
+
+    def _retire(self, session: "LocalSession") -> None:
+        """End a used session in the background and put a fresh spare for its slot in its place."""
+        if self._closed:
+            session._teardown()
+        else:
+            self._retired.put(session)
+
+    def _warm_loop(self) -> None:
+        while True:
+            session = self._retired.get()
+            if session is None:
+                return
+            session._teardown()
+            if self._closed:
+                continue
+            try:
+                spare: object = LocalSession(self, session.slot)
+            except BaseException as exc:  # the server is gone: callers get the reason instead of a hang
+                spare = exc
+            self._ready.put(spare)
+
+    # -- public API --------------------------------------------------------------------------------
+
+    def capabilities(self) -> dict:
+        """What confinement is active (uid switch, Landlock, seccomp, namespaces, rlimits)."""
+        return dict(self._caps)
+
+    def session(self, program: str, limits: Limits = Limits()) -> "LocalSession":
+        """Load ``program`` once as module ``solution``; the session serves function calls in order."""
+        session = self._acquire()
+        session.start(program, limits, "function", cpu_s=int(limits.timeout_s * 100) + 1)
+        return session
+
+    def run(self, program: str, calls: Sequence[Call], limits: Limits = Limits()) -> list[CallResult]:
+        """Run every call: function calls in one session (in order), each stdio call in a fresh process.
+
+        If a function call kills the session (timeout, memory, crash, output limit), the later calls
+        are not run and report the same status.
+        """
+        results: list[CallResult | None] = [None] * len(calls)
+        function_calls = [i for i, c in enumerate(calls) if c.form == "function"]
+        if function_calls:
+            cpu_s = int(limits.timeout_s * (len(function_calls) + 1)) + 1
+            with self._acquire() as session:
+                session.start(program, limits, "function", cpu_s=cpu_s)
+                for i in function_calls:
+                    results[i] = session.call(calls[i])
+        for i, c in enumerate(calls):
+            if c.form == "stdio":
+                results[i] = self._run_stdio(program, c, limits)
+        return results  # type: ignore[return-value]
+
+    def _run_stdio(self, program: str, call: Call, limits: Limits) -> CallResult:
+        session = self._acquire()
+        try:
+            session.start(program, limits, "stdio", cpu_s=int(limits.timeout_s) + 1, stdin=call.stdin.encode())
+            return session.finish()
+        finally:
+            session.close()
+
+    def close(self) -> None:
+        """Stop every session and the fork server; nothing of the sandbox keeps running."""
+        if self._closed:
+            return
+        self._closed = True
+        warmer = getattr(self, "_warmer", None)
+        if warmer is not None:
+            self._retired.put(None)
+            warmer.join()
+        for session in list(self._sessions):
+            session._teardown()
+        while not self._ready.empty():
+            spare = self._ready.get()
+            if isinstance(spare, LocalSession):
+                spare._teardown()
+        with self._lock:
+            if hasattr(self, "_control"):
+                self._stop_server()
+        for handle in self._uid_locks.values():
+            handle.close()  # releases the flock
+        self._uid_locks = {}
+
+    def __enter__(self) -> "LocalSandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+# Starts the fork server without running the package __init__ files (which import gymnasium and
+# numpy): a lean server forks faster, and the sandboxed program starts from a near-bare interpreter.
+_BOOTSTRAP = """
+import sys, types
+root = sys.argv[1]
+for name in ("rla_envs", "rla_envs.core", "rla_envs.code", "rla_envs.code.sandbox"):
+    package = types.ModuleType(name)
+    package.__path__ = [root + "/" + name.replace(".", "/")]
+    sys.modules[name] = package
+from rla_envs.code.sandbox.forkserver import main
+main(int(sys.argv[2]))
+"""
+
+DEFAULT_UID_BASE = 64000
+_UID_SEARCH = 4096  # how far above DEFAULT_UID_BASE to look for free uids
+
+
+def _claim_uids(slots: int, uid_base: int | None) -> dict:
+    """Lock ``slots`` consecutive sandbox uids for this process (one flock'ed file per uid).
+
+    Two sandboxes on one machine must never share a uid: RLIMIT_NPROC and the kill sweep work per uid.
+    With ``uid_base=None`` the first free block at or above :data:`DEFAULT_UID_BASE` is taken.
+    """
+    import fcntl
+
+    lock_dir = Path("/run/lock" if os.access("/run/lock", os.W_OK) else "/tmp") / "rla-sandbox-uids"
+    lock_dir.mkdir(mode=0o700, exist_ok=True)
+    starts = [uid_base] if uid_base is not None else range(DEFAULT_UID_BASE, DEFAULT_UID_BASE + _UID_SEARCH, slots)
+    for start in starts:
+        held: dict = {}
+        for uid in range(start, start + slots):
+            handle = open(lock_dir / str(uid), "a")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                break
+            held[uid] = handle
+        if len(held) == slots:
+            return held
+        for handle in held.values():
+            handle.close()
+    where = f"uids {uid_base}..{uid_base + slots - 1}" if uid_base is not None else "any uid block"
+    raise SandboxError(f"{where} already in use by another sandbox on this machine (locks in {lock_dir}); "
+                       "pass another uid_base or leave it unset to pick a free block")
