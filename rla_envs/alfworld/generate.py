@@ -210,11 +210,15 @@ def _sample_receptacles(plan: FloorPlan, rng: random.Random, used_locations: set
                 if loc not in used_locations:
                     break
             used_locations.add(loc)
-            coordinates = f"{x:+06.2f}|{rng.uniform(0.2, 1.0):+06.2f}|{z:+06.2f}"
-            # ALFRED names basins after their fixture ("Sink|x|y|z|SinkBasin"), which alfworld's demangler
-            # turns into "sinkbasin 1"; a bare "SinkBasin|..." id would read "sinkbasinbasin 1".
-            receptacle_id = (f"{rtype[:-len('Basin')]}|{coordinates}|{rtype}" if rtype.endswith("Basin")
-                             else f"{rtype}|{coordinates}")
+            taken_ids = {r.id for r in receptacles}
+            while True:  # four burners may land on one grid point: their heights keep their ids apart
+                coordinates = f"{x:+06.2f}|{rng.uniform(0.2, 1.0):+06.2f}|{z:+06.2f}"
+                # ALFRED names basins after their fixture ("Sink|x|y|z|SinkBasin"), which alfworld's demangler
+                # turns into "sinkbasin 1"; a bare "SinkBasin|..." id would read "sinkbasinbasin 1".
+                receptacle_id = (f"{rtype[:-len('Basin')]}|{coordinates}|{rtype}" if rtype.endswith("Basin")
+                                 else f"{rtype}|{coordinates}")
+                if receptacle_id not in taken_ids:
+                    break
             receptacles.append(Receptacle(receptacle_id, rtype, loc, openable=rtype in constants.OPENABLE_CLASS_SET))
     return receptacles
 
@@ -326,7 +330,11 @@ def generate_game(floor_plan: str, task_type: str, seed: int, *, verify: bool = 
             continue
         if not verify:
             return game
-        result = play_walkthrough(game, engine=engine)
+        try:
+            result = play_walkthrough(game, engine=engine)
+        except InvalidTask as exc:  # the engine refused the problem (a generator bug): resample, keep the reason
+            failures.append(str(exc))
+            continue
         if result.won:
             return game
         failures.append(result.reason)
