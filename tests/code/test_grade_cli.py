@@ -6,15 +6,14 @@ import functools
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.paths import SANDBOX_ATTACKS
+
 from rla_envs.code.grade import main
 
-ATTACKS = Path(__file__).resolve().parents[3] / "shared" / "sandbox-attacks"
-if not ATTACKS.is_dir():
-    ATTACKS = Path("/work/shared/sandbox-attacks")
+ATTACKS = SANDBOX_ATTACKS
 KEYS = ["reward", "passed", "total", "timed_out", "error"]
 
 

@@ -20,12 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import SANDBOX_ATTACKS
+
 from rla_envs.code.grading import GradeResult, grade, normalize_stdout, same_value, stdout_matches
 from rla_envs.code.sandbox.base import Call, CallResult, Limits, decode_value
 from rla_envs.code.tasks import function_task, load_task, stdio_task
 from rla_envs.code.tasks.taskfile import load_task_file
 
-ATTACKS = Path(__file__).resolve().parents[2].parent / "shared" / "sandbox-attacks"
+ATTACKS = SANDBOX_ATTACKS
 
 # --------------------------------------------------------------------------- the fake sandbox
 

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import SANDBOX_ATTACKS
+
 from rla_envs.code.sandbox import Call, ConfinementUnavailable, Limits
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "sandbox-attacks"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/sandbox-attacks")
+CORPUS = SANDBOX_ATTACKS
 SLOTS = 5  # all five stdio runs of a file at once: a hanging attack costs one T, not three
 T = 2.0
 MIB = 1 << 20

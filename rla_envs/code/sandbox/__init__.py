@@ -30,6 +30,7 @@ __all__ = [
 
 BACKENDS: dict[str, str] = {
     "local": "rla_envs.code.sandbox.local:LocalSandbox",
+    "docker": "rla_envs.code.sandbox.docker:DockerSandbox",
 }
 
 

@@ -153,8 +153,14 @@ def mount_private_proc() -> None:
 # rlimits and uid
 
 
+#: Niceness of untrusted code: CPU-bound programs (a thread spinner on every core) then cannot starve the
+#: host's monitor, which must kill them on time. RLIMIT_NICE stays 0, so they cannot raise it back.
+UNTRUSTED_NICENESS = 10
+
+
 def set_rlimits(memory_mb: int, cpu_s: int, file_size_mb: int, open_files: int, processes: int) -> None:
-    """Set soft = hard limits (hard limits cannot be raised again by an unprivileged process)."""
+    """Set soft = hard limits (hard limits cannot be raised again by an unprivileged process) and lower the priority."""
+    os.setpriority(os.PRIO_PROCESS, 0, UNTRUSTED_NICENESS)
     for name, value in (
         ("RLIMIT_AS", memory_mb << 20),
         ("RLIMIT_CPU", cpu_s),
@@ -164,6 +170,7 @@ def set_rlimits(memory_mb: int, cpu_s: int, file_size_mb: int, open_files: int, 
         ("RLIMIT_CORE", 0),
         ("RLIMIT_MEMLOCK", 0),
         ("RLIMIT_MSGQUEUE", 0),
+        ("RLIMIT_NICE", 0),
     ):
         resource.setrlimit(getattr(resource, name), (value, value))
 
