@@ -94,7 +94,7 @@ def _make_sandbox(backend: str, *, unsafe: bool):
         try:
             import docker  # noqa: F401
         except ImportError:
-            raise ImportError("the docker backend needs the docker SDK: pip install docker; and a Docker-API "
+            raise ImportError("the docker backend needs the docker SDK: pip install \"rla[docker]\"; and a Docker-API "
                               "socket (DOCKER_HOST, e.g. podman system service)") from None
     options = {"unsafe": True} if unsafe else {}
     if unsafe and backend != "local":

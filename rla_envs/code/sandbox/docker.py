@@ -271,7 +271,7 @@ def connect(base_url: str | None = None, timeout: float = 120):
     try:
         import docker
     except ImportError as exc:
-        raise SandboxError("the docker sandbox needs the docker SDK: pip install docker") from exc
+        raise SandboxError("the docker sandbox needs the docker SDK: pip install \"rla[docker]\"") from exc
     where = base_url or os.environ.get("DOCKER_HOST") or "the default socket"
     try:
         client = docker.DockerClient(base_url=base_url, timeout=timeout) if base_url else docker.from_env(timeout=timeout)
