@@ -58,8 +58,10 @@ runtime = "$RUNTIME"
 CONF
 
 rm -f "$SOCK"
-CONTAINERS_CONF="$DIR/containers.conf" nohup podman --runtime "$RUNTIME" system service --time=0 "$URL" \
-    >"$DIR/service.log" 2>&1 </dev/null &
+# From / : the service (and conmon under it) must not keep a working directory that may be deleted, such as
+# a CI checkout; a service whose cwd is gone still answers pings but cannot attach to any container.
+(cd / && CONTAINERS_CONF="$DIR/containers.conf" exec nohup podman --runtime "$RUNTIME" system service --time=0 "$URL" \
+    >"$DIR/service.log" 2>&1 </dev/null) &
 echo $! > "$DIR/service.pid"
 for _ in $(seq 1 100); do
     if [[ -S "$SOCK" ]] && ping_socket "$URL"; then

@@ -153,6 +153,16 @@ def sandbox(host):
 OUR_UIDS = range(0)
 
 
+def _no_own_processes() -> set[int]:
+    return set()
+
+
+own_processes = _no_own_processes
+"""Pids of OUR_UIDS that belong to the sandbox itself, not to a run: none for the local backend; the docker
+harness (``test_sandbox_attacks_docker.py``) sets this to each container's agent and its fresh warm spare.
+A process named sbx_attack is a survivor even if listed here."""
+
+
 # -- running and checking --------------------------------------------------------------------------
 
 
@@ -217,10 +227,13 @@ def _descends_from_us(pid: int) -> bool:
 
 
 def survivors() -> list[tuple[int, int, str, str]]:
-    """Live processes of this run: any process of our sandbox uids (code inside cannot change uid), and
-    any process named sbx_attack that descends from this harness (other harnesses may run meanwhile)."""
+    """Live processes of this run: any process of our sandbox uids (code inside cannot change uid) but the
+    sandbox's own (``own_processes``), and any process named sbx_attack that is of our uids or descends
+    from this harness (other harnesses may run meanwhile)."""
+    own = own_processes()
     return [p for p in _processes() if p[3] != "Z" and (
-        p[1] in OUR_UIDS or (p[2] == "sbx_attack" and _descends_from_us(p[0])))]
+        (p[1] in OUR_UIDS and (p[0] not in own or p[2] == "sbx_attack"))
+        or (p[2] == "sbx_attack" and _descends_from_us(p[0])))]
 
 
 def check_run(host: Host, values: dict, entry: dict, form: str, reward: float, runs, before: dict) -> list[str]:
