@@ -33,6 +33,7 @@ __all__ = [
     "encode_value",
     "decode_value",
     "UnsupportedValue",
+    "ClosesOnExit",
 ]
 
 STATUSES = ("ok", "error", "timeout", "memory", "output_limit", "crashed", "no_result")
@@ -48,6 +49,29 @@ class ConfinementUnavailable(SandboxError):
 
 class UnsupportedValue(TypeError):
     """A value outside the exact builtin types the record codec carries."""
+
+
+class ClosesOnExit:
+    """``with`` support and a finaliser for sandbox objects that hold processes, slots or containers.
+
+    ``__exit__`` and garbage collection both call ``close()`` (which must be idempotent), so a forgotten
+    sandbox or session never keeps its slot.
+    """
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
-from rla_envs.code.sandbox.base import Call, CallResult, Limits, SandboxError, decode_value, encode_value
+from rla_envs.code.sandbox.base import (Call, CallResult, ClosesOnExit, Limits, SandboxError, decode_value,
+                                        encode_value)
 
 __all__ = ["DockerSandbox", "DockerSession", "DEFAULT_IMAGE", "source_hash", "agent_main"]
 
@@ -95,7 +96,7 @@ agent_main()
 # Host side
 
 
-class DockerSandbox:
+class DockerSandbox(ClosesOnExit):
     """Runs untrusted Python programs in long-lived containers, one per slot, through a Docker-API socket.
 
     Args:
@@ -252,18 +253,6 @@ class DockerSandbox:
         if errors:
             raise SandboxError("; ".join(errors))
 
-    def __enter__(self) -> "DockerSandbox":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
-
 
 def connect(base_url: str | None = None, timeout: float = 120):
     """A ``docker.DockerClient`` for ``base_url`` (default ``DOCKER_HOST``) that answered a ping, or
@@ -314,7 +303,7 @@ def _result_from_reply(reply: dict, started: float) -> CallResult:
     return result
 
 
-class DockerSession:
+class DockerSession(ClosesOnExit):
     """A program loaded in one slot's container (see :meth:`DockerSandbox.session`); a context manager."""
 
     def __init__(self, sandbox: DockerSandbox, program: str, limits: Limits, cpu_s: int) -> None:
@@ -357,18 +346,6 @@ class DockerSession:
             if slot.alive:
                 slot.send({"op": "end"})  # the agent's "ended" reply is skipped by the next request
             self._sandbox._release(slot)
-
-    def __enter__(self) -> "DockerSession":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 class _Slot:

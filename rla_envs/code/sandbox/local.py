@@ -36,7 +36,7 @@ import weakref
 from pathlib import Path
 from typing import Sequence
 
-from rla_envs.code.sandbox.base import Call, CallResult, ConfinementUnavailable, Limits, SandboxError
+from rla_envs.code.sandbox.base import Call, CallResult, ClosesOnExit, ConfinementUnavailable, Limits, SandboxError
 from rla_envs.code.sandbox.session import LocalSession
 
 __all__ = ["LocalSandbox", "LocalSession"]
@@ -44,7 +44,7 @@ __all__ = ["LocalSandbox", "LocalSession"]
 _REQUIRED = ("uid_switch", "pidns", "mountns", "netns")
 
 
-class LocalSandbox:
+class LocalSandbox(ClosesOnExit):
     """Runs untrusted Python programs under Linux confinement through a warm fork server.
 
     Args:
@@ -233,18 +233,6 @@ class LocalSandbox:
         for handle in self._uid_locks.values():
             handle.close()  # releases the flock
         self._uid_locks = {}
-
-    def __enter__(self) -> "LocalSandbox":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 # Starts the fork server without running the package __init__ files (which import gymnasium and

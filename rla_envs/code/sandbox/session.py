@@ -19,7 +19,8 @@ import time
 from typing import TYPE_CHECKING
 
 from rla_envs.code.sandbox import confine
-from rla_envs.code.sandbox.base import Call, CallResult, Limits, SandboxError, decode_value, encode_value
+from rla_envs.code.sandbox.base import (Call, CallResult, ClosesOnExit, Limits, SandboxError, decode_value,
+                                        encode_value)
 
 if TYPE_CHECKING:
     from rla_envs.code.sandbox.local import LocalSandbox
@@ -30,7 +31,7 @@ _RECORD_LIMIT = 64 << 20  # bytes of records one session may send before it is c
 _GRACE_S = 2.0  # how long to wait for a killed session's exit report
 
 
-class LocalSession:
+class LocalSession(ClosesOnExit):
     """One confined process of the local sandbox (see :meth:`LocalSandbox.session`)."""
 
     def __init__(self, sandbox: LocalSandbox, slot: int) -> None:
@@ -342,15 +343,3 @@ class LocalSession:
             self._fds = []
             if hasattr(self, "_ctl"):
                 self._ctl.close()
-
-    def __enter__(self) -> "LocalSession":
-        return self
-
-    def __del__(self) -> None:  # a forgotten session must not keep its slot
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
