@@ -8,70 +8,51 @@ Needs a Docker-API server (``DOCKER_HOST``; on machines without a Docker daemon 
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from rla_envs.code.grading import grade, sandbox_limits
 from rla_envs.code.sandbox import Call, Limits, SandboxError, make_sandbox
 from rla_envs.code.tasks.taskfile import load_task_file
+from tests.code.test_sandbox_attacks import Listener
+from tests.paths import SANDBOX_ATTACKS
 
 pytestmark = pytest.mark.docker
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "sandbox-attacks"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/sandbox-attacks")
+CORPUS = SANDBOX_ATTACKS
 ATTACKS = ("A01_infinite_loop", "A02_fork_bomb", "A04_huge_stdout", "A08_net_loopback", "A14_fake_result_marker")
 MIB = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def box():
+def docker_sandbox_or_skip():
+    """A 2-slot docker sandbox and its API client; skips when there is no socket or no image."""
     from rla_envs.code.sandbox.docker import connect
 
     try:
-        connect()
+        client = connect()
     except SandboxError as exc:
         pytest.skip(f"no Docker-API socket: {exc}")
     try:
-        sandbox = make_sandbox("docker", slots=2)
+        return make_sandbox("docker", slots=2), client
     except SandboxError as exc:
         if "image" in str(exc):
             pytest.skip(f"sandbox image unavailable: {exc}")
         raise
+
+
+@pytest.fixture(scope="module")
+def box():
+    sandbox, _ = docker_sandbox_or_skip()
     yield sandbox
     sandbox.close()
-
-
-class Listener:
-    """A TCP listener on 127.0.0.1 that counts accepted connections."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.count = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.count += 1
-            conn.close()
 
 
 @pytest.fixture(scope="module")
 def listener():
     server = Listener()
     yield server
-    server.sock.close()
+    server.close()
 
 
 def _task(form: str):
@@ -148,18 +129,9 @@ _LIST_PROCESSES = "import os\nprint('\\n'.join(p for p in os.listdir('/proc') if
 
 
 def test_no_container_left_after_close():
-    from rla_envs.code.sandbox.docker import LABEL, connect
+    from rla_envs.code.sandbox.docker import LABEL
 
-    try:
-        client = connect()
-    except SandboxError as exc:
-        pytest.skip(f"no Docker-API socket: {exc}")
-    try:
-        sandbox = make_sandbox("docker", slots=2)
-    except SandboxError as exc:
-        if "image" in str(exc):
-            pytest.skip(f"sandbox image unavailable: {exc}")
-        raise
+    sandbox, client = docker_sandbox_or_skip()
     label = f"{LABEL}={sandbox.instance}"
     assert len(client.containers.list(all=True, filters={"label": label})) == 2
     [result] = sandbox.run("print(1)\n", [Call(stdin="")])
