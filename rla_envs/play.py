@@ -9,7 +9,6 @@ Ends with a line ``won K/N``. Env constructor arguments go through ``--env-arg k
 from __future__ import annotations
 
 import argparse
-import difflib
 import inspect
 import json
 import sys
@@ -20,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 import rla_envs
+from rla_envs.core.errors import did_you_mean
 
 __all__ = ["main", "play_episode"]
 
@@ -90,8 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.env_id not in gym.registry:
-        close = difflib.get_close_matches(args.env_id, list(rla_envs.ENV_IDS), n=1, cutoff=0.3)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(args.env_id, rla_envs.ENV_IDS, cutoff=0.3)
         print(f"error: unknown env id {args.env_id!r}.{hint} Known: {', '.join(rla_envs.ENV_IDS)}", file=sys.stderr)
         return 2
     if args.episodes < 1:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from rla_envs.core.errors import InvalidTask, ResetNeeded, TaskNotFound
+from rla_envs.core.errors import InvalidTask, ResetNeeded, TaskNotFound, did_you_mean
 from rla_envs.core.spaces import PrintableText, is_printable_text
 from rla_envs.core.task import Task
 
@@ -105,8 +104,7 @@ class TaskEnv(gym.Env):
         try:
             return self._task_index[task_id]
         except KeyError:
-            close = difflib.get_close_matches(task_id, list(self._task_index), n=3, cutoff=0.5)
-            hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+            hint = did_you_mean(task_id, self._task_index, n=3, cutoff=0.5)
             raise TaskNotFound(
                 f"no task with id {task_id!r} in {type(self).__name__}'s task set of {len(self._task_index)} tasks."
                 f"{hint} Pass the Task itself (or its dict) as options['task'] to play a task outside the set."

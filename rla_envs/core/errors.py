@@ -16,6 +16,9 @@ can catch either::
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "RlaError",
     "TaskError",
@@ -26,6 +29,7 @@ __all__ = [
     "ResetNeeded",
     "DataNotFound",
     "MissingDependency",
+    "did_you_mean",
 ]
 
 
@@ -71,3 +75,9 @@ class MissingDependency(RlaError, ImportError):
     def for_extra(cls, module: str, extra: str) -> "MissingDependency":
         """Build the error for a missing ``module`` that the ``rla[extra]`` extra installs."""
         return cls(f"{module!r} is not installed; install it with: pip install \"rla[{extra}]\"")
+
+
+def did_you_mean(name: object, choices: Iterable[str], *, n: int = 1, cutoff: float = 0.6) -> str:
+    """`` Did you mean 'x'?`` naming the closest of ``choices`` to ``name`` (up to ``n``), or ``""`` if none is close."""
+    close = difflib.get_close_matches(str(name), list(choices), n=n, cutoff=cutoff)
+    return f" Did you mean {', '.join(map(repr, close))}?" if close else ""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from rla_envs.core.errors import did_you_mean
 from rla_envs.core.task import Task
 
 __all__ = ["TaskFamily", "Direction", "DIRECTIONS", "FAMILY_ENTRY_POINTS", "get_family"]
@@ -47,8 +47,7 @@ def get_family(name: str) -> TaskFamily:
     try:
         entry_point = FAMILY_ENTRY_POINTS[name]
     except KeyError:
-        close = difflib.get_close_matches(name, list(FAMILY_ENTRY_POINTS), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(name, FAMILY_ENTRY_POINTS)
         raise KeyError(f"unknown task family {name!r}; known: {sorted(FAMILY_ENTRY_POINTS)}.{hint}") from None
     module_name, _, attr = entry_point.partition(":")
     return getattr(importlib.import_module(module_name), attr)()

@@ -19,7 +19,6 @@ Typical use (the ``AdaptiveTaskPool`` wrapper does this for you)::
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -29,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from rla_envs.core.errors import DataNotFound, TaskNotFound
+from rla_envs.core.errors import DataNotFound, TaskNotFound, did_you_mean
 from rla_envs.core.files import atomic_write_json
 from rla_envs.core.task import Task
 from rla_envs.curriculum.acceptance import rewrite_direction, rlanything_direction
@@ -89,8 +88,7 @@ class PoolConfig:
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
-            close = difflib.get_close_matches(str(self.strategy), STRATEGIES, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(self.strategy, STRATEGIES)
             raise ValueError(f"PoolConfig.strategy must be one of {STRATEGIES}, got {self.strategy!r}.{hint}")
         if self.rewrite_rule is None:
             self.rewrite_rule = "rlanything" if self.strategy == "rlanything" else "ours"
@@ -223,8 +221,7 @@ class TaskPool:
         try:
             return self._tasks[task_id]
         except KeyError:
-            close = difflib.get_close_matches(str(task_id), list(self._tasks), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(task_id, self._tasks)
             raise TaskNotFound(f"the pool holds no task {task_id!r} ({len(self._tasks)} known).{hint}") from None
 
     def root_of(self, task_id: str) -> str:
@@ -237,8 +234,7 @@ class TaskPool:
         try:
             return self.slots[root_id]
         except KeyError:
-            close = difflib.get_close_matches(str(root_id), list(self.slots), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(root_id, self.slots)
             raise TaskNotFound(f"no slot has root {root_id!r}; roots are ids of the tasks the pool was built with.{hint}") from None
 
     def active_tasks(self) -> list[Task]:

@@ -40,12 +40,12 @@ def make_sandbox(backend: str = "local", **kwargs) -> Sandbox:
     ``local`` takes ``slots`` (concurrent sessions, one uid each), ``uid_base`` and ``unsafe`` (run
     without confinement on a machine that cannot confine — only for code you trust).
     """
-    import difflib
     import importlib
 
+    from rla_envs.core.errors import did_you_mean
+
     if backend not in BACKENDS:
-        close = difflib.get_close_matches(backend, list(BACKENDS), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(backend, BACKENDS)
         raise ValueError(f"unknown sandbox backend {backend!r}; expected one of {sorted(BACKENDS)}.{hint}")
     module_name, class_name = BACKENDS[backend].split(":")
     return getattr(importlib.import_module(module_name), class_name)(**kwargs)

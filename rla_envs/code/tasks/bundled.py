@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from rla_envs.code.tasks.formats import FAMILY
-from rla_envs.core.errors import TaskNotFound
+from rla_envs.core.errors import TaskNotFound, did_you_mean
 from rla_envs.core.task import Task
 
 __all__ = ["PREFIX", "LEVELS", "bundled_tasks", "bundled_task", "bundled_ids"]
@@ -59,8 +59,6 @@ def bundled_task(task_id: str) -> Task:
     try:
         return _load()[key]
     except KeyError:
-        import difflib
 
-        close = difflib.get_close_matches(key, list(_load()), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(key, _load())
         raise TaskNotFound(f"no bundled code task {task_id!r}.{hint} See bundled_ids().") from None
