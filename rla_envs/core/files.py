@@ -6,9 +6,10 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["atomic_write_text", "atomic_write_json", "cache_dir"]
+__all__ = ["atomic_write_text", "atomic_write_json", "cache_dir", "jsonable"]
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
@@ -39,3 +40,16 @@ def cache_dir(*parts: str) -> Path:
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with mappings and sequences made plain dicts and lists; other non-JSON values become repr()."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return jsonable(value.tolist())
+    return repr(value)

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from rla_envs.core.files import jsonable
 from rla_envs.core.task import Task
 
 __all__ = ["Trajectory", "Diagnoser", "RuleDiagnoser", "target_object"]
@@ -53,18 +54,8 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         """The trajectory as a JSON-ready dict (infos reduced to JSON-able values)."""
         return {"task_id": self.task_id, "observations": list(self.observations), "actions": list(self.actions),
-                "infos": [_jsonable(i) for i in self.infos], "won": self.won, "truncated": self.truncated,
+                "infos": [jsonable(i) for i in self.infos], "won": self.won, "truncated": self.truncated,
                 "judgments": self.judgments}
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return repr(value)
 
 
 @runtime_checkable
