@@ -47,7 +47,7 @@ class Trajectory:
     judgments: list[list[int]] | None = None
 
     @property
-    def steps(self) -> int:
+    def num_steps(self) -> int:
         """How many actions were taken."""
         return len(self.actions)
 
@@ -163,7 +163,7 @@ class RuleDiagnoser:
 
     def _out_of_steps(self, task: Task, trajectory: Trajectory) -> tuple[str, str] | None:
         if trajectory.truncated and not trajectory.won:
-            return "ran out of steps", f" ({trajectory.steps} steps)"
+            return "ran out of steps", f" ({trajectory.num_steps} steps)"
         return None
 
     def _judged(self, task: Task, trajectory: Trajectory) -> tuple[str, str] | None:

@@ -19,14 +19,17 @@ __all__ = ["ScriptedBackend", "render_plain_chat"]
 
 
 def render_plain_chat(chat) -> str:
-    """A chat as plain text (``role: content`` lines, then ``assistant:``), for backends with no template."""
+    """A chat as plain text (``role: content`` lines, then ``assistant: ``), for backends with no template.
+
+    A generation prompt ends with ``"assistant: "``, so the next turn's prompt extends prompt + completion.
+    """
     lines = []
     for message in chat:
         content = message.get("content", "")
         if not isinstance(content, str):  # content parts: keep the text parts
             content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
         lines.append(f"{message['role']}: {content}")
-    return "\n".join(lines) + "\nassistant:"
+    return "\n".join(lines) + "\nassistant: "
 
 
 class ScriptedBackend:

@@ -19,6 +19,7 @@ import base64
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence, runtime_checkable
 
+from rla_envs.core.closing import ClosesOnExit  # noqa: F401  (re-exported for the sandbox modules)
 from rla_envs.core.errors import RlaError
 
 __all__ = [
@@ -49,29 +50,6 @@ class ConfinementUnavailable(SandboxError):
 
 class UnsupportedValue(TypeError):
     """A value outside the exact builtin types the record codec carries."""
-
-
-class ClosesOnExit:
-    """``with`` support and a finaliser for sandbox objects that hold processes, slots or containers.
-
-    ``__exit__`` and garbage collection both call ``close()`` (which must be idempotent), so a forgotten
-    sandbox or session never keeps its slot.
-    """
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 @dataclass(frozen=True)
