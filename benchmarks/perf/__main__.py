@@ -1,4 +1,4 @@
-"""Performance benchmarks: ``python -m benchmarks.perf {textenvs,all} [--quick] [--json OUT]``.
+"""Performance benchmarks: ``python -m benchmarks.perf SUITE [--quick] [--json OUT]``.
 
 Each benchmark measures rla and its baseline side by side in the same run and reports the ratio
 against the project's goal, with the machine and versions, as a Markdown table.
@@ -17,6 +17,7 @@ SUITES: dict[str, tuple[str, ...]] = {
     "textenvs": ("benchmarks.perf.textworld", "benchmarks.perf.alfworld"),
     "curriculum": ("benchmarks.perf.curriculum",),
     "sandbox": ("benchmarks.perf.sandbox",),
+    "rollout": ("benchmarks.perf.rollout",),
 }
 SUITES["all"] = tuple(dict.fromkeys(m for modules in SUITES.values() for m in modules))
 

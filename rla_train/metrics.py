@@ -1,0 +1,123 @@
+"""Evaluation metrics of the reward model and of success rates (pure numpy).
+
+- :func:`majority_vote` — the verdict of m judgments on one step.
+- :func:`process_accuracy` — how often that verdict matches the expert's step label
+  (``rla_train.step_labels``).
+- :func:`outcome_accuracy` — how often the mean judgment over an episode predicts its outcome.
+- :func:`ut_accuracy` / :func:`detect_rate` — the coding variant: share of generated unit tests that are
+  correct, and share of wrong programs they catch.
+- :func:`wilson_interval` — a confidence interval for a success rate.
+
+Votes are +1 (good), −1 (bad) or 0 (unparseable). Metrics that have nothing to measure return None
+(never NaN), so a caller can print "n/a" and cannot silently average a NaN into a table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["majority_vote", "process_accuracy", "outcome_accuracy", "ut_accuracy", "detect_rate",
+           "wilson_interval"]
+
+
+def majority_vote(votes: Sequence[int]) -> int:
+    """The majority of a step's votes: +1 or -1, and 0 on a tie or when no vote parsed.
+
+    Unparseable votes (0) abstain: ``[1, 0, -1]`` is a tie (0), ``[1, 0, 0]`` is +1.
+    """
+    array = np.asarray(list(votes), dtype=float)
+    if array.size and not np.all(np.isin(array, (-1.0, 0.0, 1.0))):
+        raise ValueError(f"votes must be +1, -1 or 0 (unparseable), got {list(votes)}")
+    return int(np.sign(array.sum())) if array.size else 0
+
+
+def process_accuracy(step_votes: Sequence[Sequence[int]], step_labels: Sequence[bool | None]) -> float | None:
+    """Share of labelled steps whose majority vote agrees with the label (True = good = +1).
+
+    Steps labelled None (undetermined) are skipped; a tied or empty vote counts as wrong. Returns None
+    when no step is labelled (nothing to measure). Pool several episodes by concatenating their steps.
+    """
+    if len(step_votes) != len(step_labels):
+        raise ValueError(f"one label per judged step expected: got {len(step_votes)} vote lists and "
+                         f"{len(step_labels)} labels (labels come from rla_train.step_labels, one per action)")
+    right = total = 0
+    for votes, label in zip(step_votes, step_labels):
+        if label is None:
+            continue
+        total += 1
+        right += majority_vote(votes) == (1 if label else -1)
+    return right / total if total else None
+
+
+def _episode_mean(votes: Sequence[Sequence[int]]) -> float:
+    """Mean vote over every step and judgment of one episode (0.0 when there is none)."""
+    flat = [v for step in votes for v in step]
+    return float(np.mean(flat)) if flat else 0.0
+
+
+def outcome_accuracy(episode_votes: Sequence[Sequence[Sequence[int]]], won: Sequence[bool]) -> float | None:
+    """Share of episodes whose mean judgment predicts the outcome: mean > 0 ↔ won.
+
+    ``episode_votes[e][i]`` lists the votes on step i of episode e; the mean runs over all steps and
+    votes (unparseable votes count as 0). A mean of exactly 0 predicts "not won". None when there are
+    no episodes.
+    """
+    if len(episode_votes) != len(won):
+        raise ValueError(f"one outcome per episode expected: got {len(episode_votes)} episodes and {len(won)} outcomes")
+    if not len(won):
+        return None
+    right = sum((_episode_mean(votes) > 0) == bool(w) for votes, w in zip(episode_votes, won))
+    return right / len(won)
+
+
+def ut_accuracy(test_correct: Sequence[bool | None]) -> float | None:
+    """Share of generated unit tests that are correct; undetermined (None) tests are left out.
+
+    ``test_correct`` is what :func:`rla_train.rewards.unit_test_correctness` returns. None when no test
+    is determined.
+    """
+    known = [bool(c) for c in test_correct if c is not None]
+    return sum(known) / len(known) if known else None
+
+
+def detect_rate(passes, program_correct, test_correct) -> float | None:
+    """Share of wrong programs that fail at least one correct generated test (None: no wrong program).
+
+    Args:
+        passes: (programs × tests) booleans, program p passes generated test t.
+        program_correct: per program, whether it passes the ground-truth tests.
+        test_correct: per test, True / False / None (see ``unit_test_correctness``); only True counts.
+    """
+    matrix = np.asarray(passes, dtype=bool)
+    correct = np.asarray(program_correct, dtype=bool).reshape(-1)
+    if matrix.ndim != 2 or matrix.shape[0] != correct.shape[0] or matrix.shape[1] != len(test_correct):
+        raise ValueError(f"passes must be (programs x tests) = ({correct.shape[0]} x {len(test_correct)}) to match "
+                         f"program_correct and test_correct, got shape {matrix.shape}")
+    wrong = matrix[~correct]
+    if not wrong.shape[0]:
+        return None
+    good_tests = np.array([c is True or c is np.True_ for c in test_correct], dtype=bool)
+    caught = (~wrong[:, good_tests]).any(axis=1)
+    return float(caught.mean())
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval (low, high) for a success rate of ``successes`` out of ``n`` (95% at z=1.96).
+
+    Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or n successes.
+    With n = 0 nothing is known and the interval is (0.0, 1.0).
+    """
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if z <= 0:
+        raise ValueError(f"z must be positive (1.96 for 95%), got {z}")
+    if n == 0:
+        return 0.0, 1.0
+    rate = successes / n
+    denominator = 1 + z * z / n
+    centre = (rate + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)

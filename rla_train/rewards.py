@@ -1,0 +1,213 @@
+"""Reward maths of the RLAnything method: policy step rewards, advantages, reward-model rewards, task filters.
+
+Pure functions over numbers and numpy arrays (no torch, no models), one per line of the method
+(see ``DESIGN.md``, "The method in five lines"):
+
+- :func:`outcome_value` — the outcome O_τ: +1 won, −1 otherwise.
+- :func:`integrated_rewards` — policy step reward R_i = O_τ + (λ/m)·Σ_j S_ij.
+- :func:`step_advantages` / :func:`nonzero_mask` — z-scores across the rollouts of one task at the same
+  step index; zero-advantage samples are dropped.
+- :func:`consistency_rewards` / :func:`episode_consistency_rewards` — reward-model reward R_i·S_ij
+  (unparseable vote → −2), z-scored within the m judgments of a step.
+- :func:`policy_task_filter` / :func:`reward_model_task_filter` — which tasks give training data.
+- :func:`unit_test_correctness` / :func:`unit_test_rewards` — the coding variant: rewards for generated
+  unit tests.
+
+Votes are +1 (good step), −1 (bad step) or 0 (the judgment did not parse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "INVALID_JUDGMENT_REWARD", "outcome_value", "integrated_rewards", "step_advantages", "nonzero_mask",
+    "consistency_rewards", "episode_consistency_rewards", "policy_task_filter", "reward_model_task_filter",
+    "unit_test_correctness", "unit_test_rewards",
+]
+
+#: Reward-model reward of a judgment that did not parse (vote 0).
+INVALID_JUDGMENT_REWARD = -2.0
+
+
+def _votes_array(votes: Sequence[int] | np.ndarray, where: str) -> np.ndarray:
+    """``votes`` as a 1-D float array after checking every vote is +1, -1 or 0."""
+    array = np.asarray(votes, dtype=float).reshape(-1) if len(votes) else np.zeros(0)
+    if not np.all(np.isin(array, (-1.0, 0.0, 1.0))):
+        raise ValueError(f"{where}: votes must be +1 (good), -1 (bad) or 0 (unparseable), got {list(votes)}; "
+                         "map the reward model's answers to these three values first")
+    return array
+
+
+def _zscore(values: np.ndarray) -> np.ndarray:
+    """Population z-scores (ddof=0) of ``values``; all zeros when their std is 0."""
+    std = values.std()
+    if std == 0.0:
+        return np.zeros_like(values)
+    return (values - values.mean()) / std
+
+
+def outcome_value(won: bool) -> float:
+    """The outcome O_τ of a trajectory: +1.0 when it won, -1.0 otherwise."""
+    return 1.0 if bool(won) else -1.0
+
+
+def integrated_rewards(outcome: float, judgments: Sequence[Sequence[int]], lam: float = 1.0) -> np.ndarray:
+    """Per-step policy rewards R_i = O + (λ/m_i)·Σ_j S_ij of one trajectory.
+
+    Args:
+        outcome: O_τ (see :func:`outcome_value`).
+        judgments: ``judgments[i]`` lists the m_i votes on step i (+1 / -1, 0 = unparseable). m_i may
+            differ per step: each step is averaged over its own votes, and a step without votes gets
+            R_i = O (an unparseable vote counts in m_i, as a 0).
+        lam: λ, the weight of the reward model against the outcome.
+
+    Returns:
+        A float array with one reward per step.
+    """
+    if not np.isfinite(outcome):
+        raise ValueError(f"outcome must be a finite number (+1 won, -1 lost), got {outcome!r}")
+    rewards = np.full(len(judgments), float(outcome))
+    for index, votes in enumerate(judgments):
+        array = _votes_array(votes, f"judgments[{index}]")
+        if array.size:
+            rewards[index] += lam * array.mean()
+    return rewards
+
+
+def step_advantages(group_rewards: Sequence[Sequence[float] | np.ndarray]) -> list[np.ndarray]:
+    """Advantages of one task's rollouts: rewards z-scored across the rollouts at each step index.
+
+    At step index t only the rollouts that have a step t take part (episodes have different lengths).
+    With fewer than 2 such rollouts the advantage is the raw reward R; when all of them have the same
+    reward it is 0. The std is the population one (ddof=0).
+
+    Args:
+        group_rewards: one array of per-step rewards per rollout of the same task (ragged).
+
+    Returns:
+        One advantage array per rollout, the same lengths as the inputs.
+    """
+    rewards = [np.asarray(r, dtype=float).reshape(-1) for r in group_rewards]
+    for index, array in enumerate(rewards):
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f"group_rewards[{index}] has non-finite rewards {array.tolist()}; "
+                             "check the outcome and the votes that built them")
+    advantages = [np.zeros_like(r) for r in rewards]
+    longest = max((len(r) for r in rewards), default=0)
+    for t in range(longest):
+        members = [k for k, r in enumerate(rewards) if len(r) > t]
+        column = np.array([rewards[k][t] for k in members])
+        scores = column if len(members) < 2 else _zscore(column)
+        for k, score in zip(members, scores):
+            advantages[k][t] = score
+    return advantages
+
+
+def nonzero_mask(advantages: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Which samples to keep for training: True where the advantage is not zero."""
+    return np.asarray(advantages, dtype=float) != 0.0
+
+
+def consistency_rewards(step_reward: float, votes: Sequence[int]) -> np.ndarray:
+    """Reward-model rewards of the m judgments of one step: z-scores of c_j = R_i·S_ij (S_ij = 0 → −2).
+
+    A vote that agrees with the step's reward earns |R_i|, one that disagrees −|R_i|, and an
+    unparseable judgment :data:`INVALID_JUDGMENT_REWARD`. The values are then z-scored within the
+    step (ddof=0; all equal → zeros); a single judgment keeps its raw value.
+    """
+    if not np.isfinite(step_reward):
+        raise ValueError(f"step_reward must be a finite number, got {step_reward!r}")
+    array = _votes_array(votes, "votes")
+    raw = np.where(array == 0.0, INVALID_JUDGMENT_REWARD, float(step_reward) * array)
+    if raw.size < 2:
+        return raw
+    return _zscore(raw)
+
+
+def episode_consistency_rewards(step_rewards: Sequence[float] | np.ndarray,
+                                judgments: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """:func:`consistency_rewards` for every step of one episode (``judgments[i]`` are step i's votes)."""
+    step_rewards = np.asarray(step_rewards, dtype=float).reshape(-1)
+    if len(step_rewards) != len(judgments):
+        raise ValueError(f"one step reward per judged step expected: got {len(step_rewards)} rewards and "
+                         f"{len(judgments)} judgment lists; pass the output of integrated_rewards for this episode")
+    return [consistency_rewards(reward, votes) for reward, votes in zip(step_rewards, judgments)]
+
+
+def _check_rate(success_rate: float) -> float:
+    rate = float(success_rate)
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"success_rate must be in [0, 1], got {success_rate!r}")
+    return rate
+
+
+def policy_task_filter(success_rate: float) -> bool:
+    """Whether a task gives policy training data: 0 < success rate < 1 (else every advantage is equal)."""
+    rate = _check_rate(success_rate)
+    return 0.0 < rate < 1.0
+
+
+def reward_model_task_filter(success_rate: float, low: float = 0.2, high: float = 0.8) -> bool:
+    """Whether a task gives reward-model training data: low ≤ success rate ≤ high."""
+    if not 0.0 <= low <= high <= 1.0:
+        raise ValueError(f"need 0 <= low <= high <= 1, got low={low!r}, high={high!r}; swap them if reversed")
+    rate = _check_rate(success_rate)
+    return low <= rate <= high
+
+
+def _check_passes(passes, program_correct) -> tuple[np.ndarray, np.ndarray]:
+    """``passes`` as a (programs × tests) bool matrix and ``program_correct`` as a bool vector, checked."""
+    matrix = np.asarray(passes, dtype=bool)
+    correct = np.asarray(program_correct, dtype=bool).reshape(-1)
+    if matrix.ndim != 2:
+        raise ValueError(f"passes must be a (programs x tests) matrix, got shape {matrix.shape}; "
+                         "use passes[p][t] = program p passes generated test t")
+    if matrix.shape[0] != correct.shape[0]:
+        raise ValueError(f"program_correct needs one entry per program (row of passes): passes has "
+                         f"{matrix.shape[0]} programs, program_correct has {correct.shape[0]}")
+    return matrix, correct
+
+
+def unit_test_correctness(passes, program_correct) -> np.ndarray:
+    """Which generated unit tests are correct: test t is correct iff every correct program passes it.
+
+    Args:
+        passes: (programs × tests) booleans, ``passes[p, t]`` = program p passes generated test t.
+        program_correct: per program, whether it passes all ground-truth tests.
+
+    Returns:
+        An object array with one entry per test: True / False, or None (undetermined) when no program
+        is correct, since then there is nothing to check a test against.
+    """
+    matrix, correct = _check_passes(passes, program_correct)
+    result = np.empty(matrix.shape[1], dtype=object)
+    if not correct.any():
+        result[:] = None
+        return result
+    result[:] = [bool(v) for v in matrix[correct].all(axis=0)]
+    return result
+
+
+def unit_test_rewards(passes, program_correct) -> np.ndarray:
+    """Rewards of generated unit tests: + wrong programs a correct test catches, − those a wrong one lets pass.
+
+    Reading of the method ("a test is rewarded by how many wrong programs it catches"): a correct test
+    (see :func:`unit_test_correctness`) earns +k where k is the number of wrong programs (not passing
+    the ground truth) that fail it; an incorrect test (one a correct program fails) earns −k' where k'
+    is the number of wrong programs that pass it (it rejects a right answer and still lets wrong ones
+    through). When no program is correct, correctness is undetermined and every reward is 0.
+
+    Returns:
+        A float array, one reward per test.
+    """
+    matrix, correct = _check_passes(passes, program_correct)
+    if not correct.any():
+        return np.zeros(matrix.shape[1])
+    test_correct = matrix[correct].all(axis=0)
+    wrong = matrix[~correct]
+    caught = (~wrong).sum(axis=0).astype(float)
+    let_through = wrong.sum(axis=0).astype(float)
+    return np.where(test_correct, caught, -let_through)
