@@ -19,8 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union, runtime_checkable
 
-__all__ = ["Chat", "Prompt", "SamplingParams", "Sample", "Generation", "GenerationBackend", "is_chat",
-           "check_prompts"]
+from rla_envs.core.errors import RlaError
+
+__all__ = ["Chat", "Prompt", "SamplingParams", "Sample", "Generation", "GenerationBackend", "BackendError",
+           "is_chat", "check_prompts"]
 
 Chat = list[Mapping[str, Any]]
 """A conversation: ``[{"role": "system" | "user" | "assistant", "content": str | list[content parts]}, ...]``."""
@@ -29,6 +31,10 @@ Prompt = Union[str, Chat]
 """Plain text, or a chat rendered by the backend with the model's chat template."""
 
 FINISH_REASONS = ("stop", "length")
+
+
+class BackendError(RlaError, RuntimeError):
+    """A generation backend that could not answer (e.g. an HTTP server that kept failing); says why."""
 
 
 @dataclass(frozen=True)
