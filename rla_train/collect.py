@@ -168,7 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rla_train.rollout.engine import RolloutEngine
     from rla_train.rollout.envs import EnvSpec
 
-    agent = make_agent(args.env, **parse_options(args.agent_option, "--agent-option"))
+    agent_options = parse_options(args.agent_option, "--agent-option")
+    env = EnvSpec(args.env, **parse_options(args.env_option, "--env-option"))
+    agent = make_agent(args.env, **agent_options)
     policy = load_backend(args.backend, args.policy, base_url=args.base_url)
     judge = None
     if (args.reward_model or "").lower() != "none":
@@ -176,7 +178,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         judge_backend = policy if same else load_backend(args.backend, args.reward_model, base_url=args.base_url)
         judge = RewardModel(judge_backend, judgments_per_step=args.judgments,
                             sampling=SamplingParams(max_new_tokens=args.judge_max_new_tokens, temperature=1.0))
-    env = EnvSpec(args.env, **parse_options(args.env_option, "--env-option"))
     sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
     with RolloutEngine(env, agent, policy, num_envs=args.num_envs, workers=args.workers, sampling=sampling,
                        seed=args.seed, progress=not args.no_progress) as engine:

@@ -174,8 +174,8 @@ class RolloutEngine(ClosesOnExit):
             episode, sample = episodes[live[slot]], generation.samples[0]
             parsed = self.agent.parse(sample.text, episode.infos[-1])
             episode.steps.append(StepRecord(
-                prompt=generation.prompt, prompt_ids=list(generation.prompt_ids), completion=sample.text,
-                completion_ids=list(sample.token_ids), logprobs=list(sample.logprobs), action=parsed.action,
+                prompt=generation.prompt, prompt_ids=generation.prompt_ids, completion=sample.text,
+                completion_ids=sample.token_ids, logprobs=sample.logprobs, action=parsed.action,
                 parse_error=parsed.error, finish_reason=sample.finish_reason))
             actions[slot] = parsed.action
         results = self._env_call(self._slots.step_many, actions)

@@ -70,13 +70,18 @@ def _episode(actions, observations, completions=None, admissible=ADMISSIBLE):
 
 
 def test_text_agent_chat_holds_history_as_said_and_the_admissible_list():
-    agent = TextGameAgent(history_window=None)
+    agent = TextGameAgent(history_window=None, show_admissible="all")
     episode = _episode(["look"], ["You are in a kitchen.", "You see a fridge."], completions=["Action: look"])
     chat = agent.prompt(episode)
     assert [m["role"] for m in chat] == ["system", "user", "assistant", "user"]
     assert chat[1]["content"].startswith("You are in a kitchen.") and "go to fridge 1" in chat[1]["content"]
     assert chat[2]["content"] == "Action: look"  # the model's own words, so prompts extend each other
-    assert chat[3]["content"].startswith("You see a fridge.")
+    assert chat[3]["content"].startswith("You see a fridge.") and "go to fridge 1" in chat[3]["content"]
+    last_only = TextGameAgent(history_window=None).prompt(episode)  # default: only the turn to answer lists them
+    assert "Admissible" not in last_only[1]["content"] and "go to fridge 1" in last_only[3]["content"]
+    assert "Admissible" not in TextGameAgent(show_admissible="none").prompt(episode)[-1]["content"]
+    with pytest.raises(ValueError, match="show_admissible"):
+        TextGameAgent(show_admissible=True)
 
 
 def test_history_window_keeps_the_opening_and_the_last_steps():

@@ -110,7 +110,7 @@ def test_code_env_wins_with_reference_programs():
 
 def test_full_history_episodes_lay_out_as_one_sequence(alfworld_tasks):
     backend = ScriptedBackend(first_admissible)
-    with RolloutEngine("rla/AlfWorld-v0", TextGameAgent(history_window=None), backend, num_envs=2,
+    with RolloutEngine("rla/AlfWorld-v0", TextGameAgent(history_window=None, show_admissible="all"), backend, num_envs=2,
                        progress=False, env_options={"max_steps": 4}) as engine:
         episodes = engine.run(alfworld_tasks[:2])
     for episode in episodes:
