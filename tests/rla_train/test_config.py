@@ -1,0 +1,182 @@
+"""The co-trainer's config: defaults == configs/cpu-tiny.yaml, YAML round trip, --set overrides, checks, --help."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rla_train.config import (CONFIG_FILENAME, MODES, SECTIONS, ConfigError, TrainConfig, build_arg_parser,
+                              load_config, parse_args)
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+PAPER_CONFIGS = ["alfworld-qwen2.5-7b.yaml", "code-qwen2.5-7b.yaml", "osworld-qwen2.5-7b.yaml"]
+
+
+def all_paths() -> list[str]:
+    return [f"{name}.{f.name}" for name, cls in SECTIONS.items() for f in dataclasses.fields(cls)]
+
+
+def test_defaults_equal_cpu_tiny_yaml_which_lists_every_field():
+    path = CONFIGS / "cpu-tiny.yaml"
+    assert load_config(path, check_hardware=False) == TrainConfig()
+    written = yaml.safe_load(path.read_text())
+    assert {s: set(v) for s, v in written.items()} == {s: set(v) for s, v in TrainConfig().to_dict().items()}
+    assert TrainConfig().policy.model == "tiny" and TrainConfig().policy.action_mode == "choice"
+    assert load_config() == TrainConfig()  # no file: the defaults, and they pass the hardware check on CPU
+
+
+def test_every_field_has_help():
+    for cls in SECTIONS.values():
+        for spec in dataclasses.fields(cls):
+            assert len(spec.metadata["help"]) > 10, f"{cls.__name__}.{spec.name} has no help"
+
+
+@pytest.mark.parametrize("name", PAPER_CONFIGS)
+def test_paper_configs_load_at_paper_scale(name):
+    config = load_config(CONFIGS / name, check_hardware=False)
+    assert config.policy.model == "Qwen/Qwen2.5-7B-Instruct" and config.policy.backend == "vllm"
+    assert config.policy.learning_rate == 1e-6  # written 1e-6, which YAML 1.1 reads as text
+    assert config.rollout.group_size == 8 and config.reward_model.judgments_per_step == 3
+    assert (config.pool.alpha_low, config.pool.alpha_high) == (0.2, 0.8)
+    assert config.train.mode == "policy+reward+env"
+    assert config.pool.pool_config(group_size=8).alpha_high == 0.8
+
+
+def test_vllm_without_gpu_fails_at_start_with_the_cpu_fix():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ConfigError, match="backend=transformers"):
+        load_config(CONFIGS / "alfworld-qwen2.5-7b.yaml")
+
+
+def test_yaml_round_trip(tmp_path):
+    config = load_config(CONFIGS / "code-qwen2.5-7b.yaml", ["env.options.backend=docker"], check_hardware=False)
+    saved = config.save(tmp_path / "run" / CONFIG_FILENAME)
+    assert TrainConfig.load(saved) == config
+    assert TrainConfig.from_dict(config.to_dict()) == config
+    assert not list((tmp_path / "run").glob("*.tmp"))  # atomic write leaves no temp file
+
+
+def test_overrides_nested_lists_booleans_numbers_and_aliases():
+    config = load_config(None, [
+        "policy.lr=1e-6", "policy.max_new_tokens=64", "rollout.group_size=4", "output.tensorboard=true",
+        "env.options.task_types=[pick, clean]", "env.train_options.n_per_type=3", "policy.history_window=null",
+        "train.mode=policy", "pool.options.decay=0.95", "reward_model.lam=0.5",
+    ])
+    assert config.policy.learning_rate == 1e-6 and isinstance(config.policy.learning_rate, float)
+    assert config.policy.max_completion_length == 64
+    assert config.rollout.group_size == 4 and config.output.tensorboard is True
+    assert config.env.options == {"task_types": ["pick", "clean"]}
+    assert config.env.train_options == {"split": "train", "n_per_type": 3}
+    assert config.policy.history_window is None and config.train.mode == "policy"
+    assert config.pool.pool_config().decay == 0.95 and config.reward_model.step_reward_weight == 0.5
+    # overrides apply over the file, and an int is accepted where a float is expected
+    config = load_config(CONFIGS / "alfworld-qwen2.5-7b.yaml", ["train.steps=3", "reward_model.step_reward_weight=2"],
+                         check_hardware=False)
+    assert config.train.steps == 3 and config.reward_model.step_reward_weight == 2.0
+    assert config.policy.model == "Qwen/Qwen2.5-7B-Instruct"
+
+
+@pytest.mark.parametrize("override, match", [
+    ("policy.learnin_rate=1e-6", "Did you mean 'policy.learning_rate'"),
+    ("polcy.temperature=0.5", "Did you mean 'policy.temperature'"),
+    ("rollout.group_sise=8", "Did you mean 'rollout.group_size'"),
+    ("policy", "section.field=value"),
+    ("policy.learning_rate.x=1", "is not a mapping"),
+])
+def test_unknown_keys_fail_with_did_you_mean(override, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config(None, [override])
+
+
+def test_unknown_key_in_a_file_names_the_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("reward_model:\n  judgements_per_step: 3\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml.*Did you mean 'reward_model.judgments_per_step'"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("override, match", [
+    ("rollout.group_size=eight", r"rollout.group_size expects int, got str 'eight'"),
+    ("policy.learning_rate=fast", r"policy.learning_rate expects float, got str 'fast'"),
+    ("output.tensorboard=1", r"output.tensorboard expects bool, got int 1"),
+    ("policy.model=7", r"policy.model expects str, got int 7.*quote"),
+    ("env.options=[1]", r"env.options expects dict"),
+])
+def test_wrong_types_fail_with_field_type_and_value(override, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config(None, [override])
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (["train.mode=policy+rewards"], r"train.mode must be one of .*Did you mean 'policy\+reward'"),
+    (["pool.alpha_low=0.9"], r"pool.alpha_low \(0.9\) must be < pool.alpha_high \(0.8\)"),
+    (["pool.alpha_high=1.0"], r"pool.alpha_high must be > 0 and < 1"),
+    (["rollout.group_size=1"], r"rollout.group_size must be >= 2.*GRPO"),
+    (["reward_model.judgments_per_step=0"], r"judgments_per_step must be >= 1"),
+    (["policy.learning_rate=0"], r"policy.learning_rate must be > 0"),
+    (["policy.temperature=0"], r"GRPO advantages are all zero"),
+    (["reward_model.model=null"], r"needs a reward model.*outcome_only"),
+    (["policy.backend=openai", "policy.action_mode=text"], r"cannot train the policy"),
+    (["policy.backend=vllm"], r"action_mode=choice scores candidates"),
+    (["env.id=rla/Code-v0"], r"action_mode=text"),
+    (["env.id=rla/AlfWorld-v1"], r"Did you mean 'rla/AlfWorld-v0'"),
+    (["pool.rewriter=llm"], r"pool.rewriter_model"),
+    (["reward_model.backend=openai", "reward_model.base_url=http://x/v1"], r"train.mode=policy \(frozen RM\)"),
+    (["pool.options.decay=2"], r"pool.options: .*decay"),
+    (["pool.options.alpha_low=0.1"], r"pool.options.alpha_low is not a PoolConfig field left to options"),
+    (["scale.vllm_mode=server"], r"vllm_server_base_url"),
+    (["train.warm_start_demos=0"], r"warm_start_sft_steps=0"),
+])
+def test_bad_values_fail_at_load_with_the_fix(overrides, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config(None, overrides, check_hardware=False)
+
+
+def test_modes_table_and_mode_specific_rules():
+    assert set(MODES) == {"outcome_only", "policy", "policy+reward", "policy+reward+env", "reward_only"}
+    assert not MODES["outcome_only"].reward_model and not MODES["reward_only"].outcome
+    assert MODES["policy+reward+env"] == (True, True, True, True)
+    # no reward model is fine for the GRPO baseline; a frozen RM may be served over HTTP
+    assert load_config(None, ["train.mode=outcome_only", "reward_model.model=null"]).mode.reward_model is False
+    frozen = load_config(None, ["train.mode=policy", "reward_model.backend=openai",
+                                "reward_model.base_url=http://localhost:8000/v1"])
+    assert frozen.mode == MODES["policy"]
+
+
+def test_sections_accept_mappings_and_check_on_construction():
+    config = TrainConfig(policy={"lr": 2e-5})
+    assert config.policy.learning_rate == 2e-5
+    with pytest.raises(ConfigError, match="Did you mean 'rollout.group_size'"):
+        TrainConfig(rollout={"group_sizes": 4})
+
+
+def test_help_lists_every_field_with_default_and_help(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        build_arg_parser().parse_args(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for path in all_paths():
+        assert f"  {path} (" in text, path
+    assert "default: 'policy+reward+env'" in text and "alias: policy.lr" in text
+    assert "--config" in text and "--set" in text and "--resume" in text
+
+
+def test_parse_args_config_set_and_resume(tmp_path, capsys):
+    config = parse_args(["--config", str(CONFIGS / "cpu-tiny.yaml"), "--set", "train.steps=5",
+                         "--set", f"output.dir={tmp_path / 'run'}"])
+    assert config.train.steps == 5 and parse_args([]) == TrainConfig()
+    config.save(tmp_path / "run" / CONFIG_FILENAME)
+    resumed = parse_args(["--resume", str(tmp_path / "run"), "--set", "train.steps=9"])
+    assert resumed.train.steps == 9 and resumed.train.resume_from == str(tmp_path / "run")
+    assert resumed.output.dir == str(tmp_path / "run")
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["--set", "rollout.group_size=1"])
+    assert exit_info.value.code == 2 and "group_size must be >= 2" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args(["--resume", str(tmp_path / "nothing-here")])
+    assert "pass the output.dir of an earlier run" in capsys.readouterr().err
