@@ -1,0 +1,224 @@
+"""The config sections of ``python -m rla_train.run``: one documented dataclass per part of the run."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rla_envs.core.errors import did_you_mean
+from rla_train.config.fields import BACKENDS, ConfigError, MODES, TINY, _Section, _f
+
+
+@dataclass
+class EnvConfig(_Section):
+    """Which environment the policy plays, and where its training and held-out tasks come from."""
+
+    section: ClassVar[str] = "env"
+    id: str = _f("rla/AlfWorld-v0", "registered env id: rla/AlfWorld-v0, rla/TextWorld-v0, rla/Code-v0, rla/OSWorld-v0")
+    options: dict[str, Any] = _f({}, "keyword arguments for gym.make shared by training and evaluation envs "
+                                     "(e.g. {n_per_type: 20, task_types: [pick, clean]} for AlfWorld)")
+    train_options: dict[str, Any] = _f({"split": "train"}, "keyword arguments for the training envs, over "
+                                       "`options`: the training task source or split (Code: {source: bundled})")
+    eval_options: dict[str, Any] = _f({"split": "valid_unseen"}, "keyword arguments for the evaluation envs, over "
+                                      "`options`: the held-out task source or split")
+    max_steps: int = _f(30, "most policy turns per episode (the env's max_steps where it has one)", ge=1)
+    num_envs: int = _f(8, "env instances playing at once, i.e. the policy's generate batch per turn", ge=1)
+    workers: int = _f(1, "env worker processes (0 = envs in the trainer's process)", ge=0)
+
+
+@dataclass
+class PolicyConfig(_Section):
+    """The policy model, how it generates, and its optimiser (names follow TRL's GRPOConfig where it has them)."""
+
+    section: ClassVar[str] = "policy"
+    model: str = _f(TINY, "model path or hub id; 'tiny' builds a tiny random-init Qwen2 locally (no download)")
+    backend: str = _f("transformers", "generation backend: transformers (CPU/GPU), vllm (GPU, pip install "
+                      "\"rla[vllm]\"), openai (an OpenAI-compatible server)", choices=BACKENDS)
+    base_url: str | None = _f(None, "server URL for backend=openai, e.g. http://localhost:8000/v1")
+    dtype: str | None = _f(None, "dtype the weights load in (bfloat16, float32; null = the checkpoint's)")
+    action_mode: str = _f("choice", "how the policy acts: text (writes the command), index (answers its number "
+                          "in the admissible list), choice (scores each admissible command's likelihood and "
+                          "samples one: for tiny models; needs backend=transformers)",
+                          choices=("text", "index", "choice"))
+    history_window: int | None = _f(10, "past steps shown in each prompt (null = the whole episode)", ge=0)
+    system_prompt: str | None = _f(None, "replaces the agent's default system message (null = the default)")
+    learning_rate: float = _f(1e-4, "AdamW learning rate of the policy (TRL learning_rate)", alias="lr", gt=0,
+                              fix="the paper uses 1e-6 for 7B models")
+    lr_scheduler_type: str = _f("constant", "learning-rate schedule (TRL lr_scheduler_type)",
+                                choices=("constant", "constant_with_warmup", "linear", "cosine"))
+    warmup_steps: int = _f(0, "optimizer steps of linear warm-up (TRL warmup_steps)", ge=0)
+    max_completion_length: int = _f(16, "most tokens per policy turn (TRL max_completion_length)",
+                                    alias="max_new_tokens", ge=1)
+    temperature: float = _f(1.0, "sampling temperature of rollouts (TRL temperature)", gt=0,
+                            fix="at 0 every rollout of a group is the same and GRPO advantages are all zero; use 1.0")
+    top_p: float = _f(1.0, "nucleus sampling mass of rollouts (TRL top_p)", gt=0, le=1)
+    gradient_accumulation_steps: int = _f(1, "micro-batches per optimizer step (TRL gradient_accumulation_steps)", ge=1)
+    per_device_train_batch_size: int = _f(8, "sequences per micro-batch (TRL per_device_train_batch_size)", ge=1)
+    max_grad_norm: float = _f(1.0, "gradient clipping norm (TRL max_grad_norm)", gt=0)
+    epsilon: float = _f(0.2, "lower clip range of the policy ratio (TRL epsilon)", gt=0, lt=1)
+    epsilon_high: float | None = _f(None, "upper clip range (TRL epsilon_high; null = epsilon)", gt=0)
+    beta: float = _f(0.0, "KL coefficient against the reference model (TRL beta; 0 = no reference model)", ge=0)
+    num_iterations: int = _f(1, "optimisation passes over each batch of rollouts (TRL num_iterations)", ge=1)
+    loss_type: str = _f("grpo", "policy-gradient loss normalisation (TRL loss_type)",
+                        choices=("grpo", "dapo", "dr_grpo", "bnpo"))
+    gradient_checkpointing: bool = _f(False, "trade compute for memory (TRL gradient_checkpointing)")
+
+    def check(self) -> None:
+        if not self.model:
+            raise ConfigError("policy.model must be a model path, a hub id or 'tiny', got ''")
+
+
+@dataclass
+class RewardModelConfig(_Section):
+    """The generative reward model that judges every step m times (and writes unit tests for code)."""
+
+    section: ClassVar[str] = "reward_model"
+    model: str | None = _f(TINY, "model path or hub id, 'same-as-policy' (one model, both roles), 'tiny', or null "
+                                 "(no reward model: only mode=outcome_only)")
+    backend: str = _f("transformers", "generation backend (see policy.backend); openai only for a frozen reward "
+                      "model", choices=BACKENDS)
+    base_url: str | None = _f(None, "server URL for backend=openai")
+    judgments_per_step: int = _f(3, "m: independent judgments of every step", ge=1, fix="the paper uses m = 3")
+    step_reward_weight: float = _f(1.0, "λ in R_i = O + (λ/m)·Σ_j S_ij (rla_train.rewards.integrated_rewards lam)",
+                                   alias="lam", ge=0, fix="the paper uses λ = 1")
+    learning_rate: float = _f(1e-4, "AdamW learning rate of the reward model", alias="lr", gt=0)
+    updates_per_step: int = _f(1, "reward-model optimizer steps per training step", ge=1)
+    task_filter_low: float = _f(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
+    task_filter_high: float = _f(0.8, "... and <= this (rla_train.rewards.reward_model_task_filter)", ge=0, le=1)
+    max_completion_length: int = _f(32, "most tokens per judgment (reasoning + \\boxed{±1})", alias="max_new_tokens",
+                                    ge=1)
+    temperature: float = _f(1.0, "sampling temperature of judgments (1 keeps the m votes independent)", gt=0)
+    unit_tests_per_answer: int = _f(4, "code only: unit tests asked for in each answer", ge=1)
+    unit_test_samples: int = _f(2, "code only: answers (each with tests) per problem", ge=1)
+
+    def check(self) -> None:
+        if self.model == "":
+            raise ConfigError("reward_model.model must be a model, 'same-as-policy', 'tiny' or null, got ''")
+        if not self.task_filter_low < self.task_filter_high:
+            raise ConfigError(f"reward_model.task_filter_low ({self.task_filter_low}) must be < task_filter_high "
+                              f"({self.task_filter_high}); the paper uses 0.2 and 0.8")
+
+
+@dataclass
+class PoolSettings(_Section):
+    """The adaptive task pool: when tasks count as too hard / too easy, and who rewrites them."""
+
+    section: ClassVar[str] = "pool"
+    strategy: str = _f("learnability", "task sampling: learnability (p near 0.5 first), uniform, or rlanything "
+                       "(the released rule)", choices=("learnability", "uniform", "rlanything"))
+    rewrite_rule: str | None = _f(None, "when to rewrite (null = 'rlanything' for strategy rlanything, else 'ours')",
+                                  choices=("ours", "rlanything", "none"))
+    alpha_low: float = _f(0.2, "success rate at or below which a task is rewritten easier (α_low)", gt=0, lt=1)
+    alpha_high: float = _f(0.8, "success rate at or above which a task is rewritten harder (α_high)", gt=0, lt=1)
+    adapt_every: int = _f(64, "episodes between two rewrite rounds", ge=1)
+    measure_rollouts: int = _f(8, "fresh validation rollouts each for parent and child of a rewrite", ge=1)
+    rewriter: str = _f("mutator", "who rewrites: mutator (the family's LLM-free edits) or llm (a model given the "
+                       "reward model's failure diagnoses)", choices=("mutator", "llm"))
+    rewriter_model: str | None = _f(None, "the llm rewriter's model: a path or hub id, 'same-as-policy', or "
+                                          "'same-as-reward-model'")
+    rewriter_backend: str = _f("transformers", "the llm rewriter's backend", choices=BACKENDS)
+    rewriter_base_url: str | None = _f(None, "server URL for rewriter_backend=openai")
+    options: dict[str, Any] = _f({}, "other rla_envs.curriculum.PoolConfig fields (decay, confidence, margin, ...)")
+
+    def check(self) -> None:
+        if not self.alpha_low < self.alpha_high:
+            raise ConfigError(f"pool.alpha_low ({self.alpha_low}) must be < pool.alpha_high ({self.alpha_high}); "
+                              "the paper uses 0.2 and 0.8")
+        self.pool_config()  # PoolConfig's own checks, now rather than at the first rewrite
+
+    def pool_config(self, *, group_size: int = 8, seed: int = 0):
+        """The :class:`rla_envs.curriculum.PoolConfig` these settings describe."""
+        from rla_envs.curriculum.pool import PoolConfig
+
+        set_here = {"alpha_low", "alpha_high", "strategy", "rewrite_rule", "measure_rollouts", "group_size", "seed"}
+        free = sorted({f.name for f in dataclasses.fields(PoolConfig)} - set_here)
+        for key in self.options:
+            if key not in free:
+                raise ConfigError(f"pool.options.{key} is not a PoolConfig field left to options; expected one of "
+                                  f"{free} (pool.*, rollout.group_size and train.seed set the others)."
+                                  f"{did_you_mean(key, free)}")
+        try:
+            return PoolConfig(strategy=self.strategy, rewrite_rule=self.rewrite_rule, alpha_low=self.alpha_low,
+                              alpha_high=self.alpha_high, measure_rollouts=self.measure_rollouts,
+                              group_size=group_size, seed=seed, **self.options)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"pool.options: {error}") from error
+
+
+@dataclass
+class RolloutConfig(_Section):
+    """How many rollouts each training step plays."""
+
+    section: ClassVar[str] = "rollout"
+    group_size: int = _f(8, "rollouts per task, one GRPO group (TRL num_generations)", alias="num_generations", ge=2,
+                         fix="GRPO z-scores rewards within a group, which needs 2 rollouts or more; the paper uses 8")
+    tasks_per_step: int = _f(2, "tasks (groups) per training step", ge=1)
+
+
+@dataclass
+class RunConfig(_Section):
+    """The training run: mode, length, seed, warm start and evaluation."""
+
+    section: ClassVar[str] = "train"
+    mode: str = _f("policy+reward+env", "what is trained: " + ", ".join(MODES) + " (RLAnything's ablation; "
+                   "see rla_train.config.MODES)", choices=tuple(MODES))
+    steps: int = _f(20, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
+    seed: int = _f(0, "seed of everything: rollouts, sampling, the pool, model initialisation")
+    warm_start_sft_steps: int = _f(300, "supervised steps on the env expert's demonstrations before RL (0 = none)",
+                                   ge=0)
+    warm_start_demos: int = _f(120, "demonstrations played by the env's (searching) expert for the warm start", ge=0)
+    warm_start_learning_rate: float = _f(1e-3, "learning rate of the warm-start SFT", gt=0)
+    eval_every: int = _f(10, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",
+                         ge=0)
+    eval_episodes: int = _f(32, "held-out episodes per evaluation", ge=1)
+    logging_steps: int = _f(1, "log metrics every this many steps (TRL logging_steps)", ge=1)
+    resume_from: str | None = _f(None, "a run directory to continue from (set by --resume DIR)")
+
+    def check(self) -> None:
+        if self.warm_start_sft_steps and not self.warm_start_demos:
+            raise ConfigError(f"train.warm_start_sft_steps={self.warm_start_sft_steps} needs train.warm_start_demos "
+                              ">= 1; set one, or train.warm_start_sft_steps=0 to skip the warm start")
+
+
+@dataclass
+class OutputConfig(_Section):
+    """Where a run writes its config, checkpoints, metrics and pool."""
+
+    section: ClassVar[str] = "output"
+    dir: str = _f("runs/cpu-tiny", "run directory: config.yaml, checkpoints, metrics.jsonl, pool.json")
+    checkpoint_every: int = _f(10, "save policy, reward model, optimizers and pool every this many steps "
+                                   "(0 = at the end only)", ge=0)
+    keep_last: int | None = _f(2, "checkpoints kept (TRL save_total_limit; null = all)", ge=1)
+    tensorboard: bool = _f(False, "also write TensorBoard event files (needs tensorboard installed)")
+
+    def check(self) -> None:
+        if not self.dir:
+            raise ConfigError("output.dir must be a directory path, got ''")
+
+
+@dataclass
+class ScaleConfig(_Section):
+    """Multi-GPU and vLLM settings (ignored on CPU)."""
+
+    section: ClassVar[str] = "scale"
+    accelerate_config: str | None = _f(None, "accelerate config file (`accelerate launch --config_file`)")
+    deepspeed: str | None = _f(None, "DeepSpeed JSON config file (TRL deepspeed)")
+    bf16: bool = _f(False, "train in bfloat16 mixed precision (TRL bf16)")
+    vllm_mode: str = _f("colocate", "where vLLM runs: colocate (in the trainer's processes) or server (a separate "
+                        "`trl vllm-serve`) (TRL vllm_mode)", choices=("colocate", "server"))
+    vllm_server_base_url: str | None = _f(None, "the vLLM server's URL when vllm_mode=server (TRL vllm_server_base_url)")
+    vllm_gpu_memory_utilization: float = _f(0.3, "GPU memory share vLLM takes when colocated "
+                                                 "(TRL vllm_gpu_memory_utilization)", gt=0, le=1)
+    vllm_tensor_parallel_size: int = _f(1, "GPUs per vLLM engine (TRL vllm_tensor_parallel_size)", ge=1)
+
+    def check(self) -> None:
+        if self.vllm_mode == "server" and not self.vllm_server_base_url:
+            raise ConfigError("scale.vllm_mode=server needs scale.vllm_server_base_url; start `trl vllm-serve --model M`"
+                              " and set it to http://HOST:8000, or use scale.vllm_mode=colocate")
+
+
+SECTIONS: dict[str, type[_Section]] = {"env": EnvConfig, "policy": PolicyConfig, "reward_model": RewardModelConfig,
+                                       "pool": PoolSettings, "rollout": RolloutConfig, "train": RunConfig,
+                                       "output": OutputConfig, "scale": ScaleConfig}
+"""Section name -> its dataclass, in the order files and ``--help`` list them."""
