@@ -69,7 +69,7 @@ base_done=$(date +%s)
 CONTEXT=$(mktemp -d /var/tmp/rla-sandbox-context.XXXXXX)
 trap 'rm -rf "$CONTEXT"' EXIT
 cp "$HERE/Dockerfile" "$CONTEXT/"
-FILES=$(cd "$ROOT" && { echo rla_envs/core/errors.py; ls rla_envs/code/sandbox/*.py; } | LC_ALL=C sort)
+FILES=$(cd "$ROOT" && { echo rla_envs/core/errors.py; echo rla_envs/core/closing.py; ls rla_envs/code/sandbox/*.py; } | LC_ALL=C sort)
 for f in $FILES; do
     mkdir -p "$CONTEXT/rla/$(dirname "$f")"
     cp "$ROOT/$f" "$CONTEXT/rla/$f"

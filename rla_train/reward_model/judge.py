@@ -18,7 +18,7 @@ from typing import Any
 
 from rla_envs.core.task import Task
 from rla_envs.curriculum.diagnosers import Trajectory
-from rla_train.backends.base import Chat, SamplingParams
+from rla_train.backends.base import Chat, Generation, SamplingParams
 from rla_train.reward_model.parsing import UNPARSEABLE, parse_verdict
 from rla_train.reward_model.prompts import DEFAULT_MAX_CHARS, DEFAULT_MAX_HISTORY, judge_chat
 
@@ -38,6 +38,8 @@ class JudgeReport:
         judgments: answers received (``steps * judgments_per_step``).
         unparseable: answers with no readable verdict (vote 0).
         texts: per trajectory, per step, the judge's answers (``texts[t][i][j]``).
+        generations: per trajectory, per step, the backend's Generation (prompt ids, the m samples' token ids and
+            logprobs): what training the reward model needs.
     """
 
     trajectories: int = 0
@@ -45,6 +47,7 @@ class JudgeReport:
     judgments: int = 0
     unparseable: int = 0
     texts: list[list[list[str]]] = field(default_factory=list, repr=False)
+    generations: list[list[Generation]] = field(default_factory=list, repr=False)
 
     @property
     def unparseable_fraction(self) -> float:
@@ -132,6 +135,7 @@ class RewardModel:
         trajectories = list(trajectories)
         prompts = self.prompts(task_or_tasks, trajectories)
         texts: list[list[list[str]]] = [[] for _ in trajectories]
+        kept: list[list[Generation]] = [[] for _ in trajectories]
         if prompts:
             generations = self.backend.generate([chat for _, _, chat in prompts], n=self.judgments_per_step,
                                                 sampling=self.sampling)
@@ -140,7 +144,8 @@ class RewardModel:
                                    f"generations for {len(prompts)} prompts; a backend must return one per prompt")
             for (t, _, _), generation in zip(prompts, generations):
                 texts[t].append([sample.text for sample in generation.samples])
-        report = JudgeReport(trajectories=len(trajectories), texts=texts)
+                kept[t].append(generation)
+        report = JudgeReport(trajectories=len(trajectories), texts=texts, generations=kept)
         for trajectory, answers in zip(trajectories, texts):
             votes = [[parse_verdict(text) for text in step] for step in answers]
             trajectory.judgments = votes

@@ -65,8 +65,8 @@ _START_TIMEOUT_S = 60.0
 def source_files(root: str | Path | None = None) -> list[str]:
     """The files the image carries (relative to the repository root), sorted."""
     root = Path(root) if root is not None else Path(__file__).resolve().parents[3]
-    files = ["rla_envs/core/errors.py"] + [f"rla_envs/code/sandbox/{p.name}"
-                                            for p in (root / "rla_envs/code/sandbox").glob("*.py")]
+    shared = ["rla_envs/core/errors.py", "rla_envs/core/closing.py"]  # what the sandbox modules import from core
+    files = shared + [f"rla_envs/code/sandbox/{p.name}" for p in (root / "rla_envs/code/sandbox").glob("*.py")]
     return sorted(files)
 
 
