@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["zero_variance_fraction", "effective_sample_ratio", "rewrite_funnel", "accepted_over_time",
-           "difficulty_histogram", "difficulty_over_time", "lineage", "metrics", "plot"]
+           "difficulty_histogram", "difficulty_over_time", "lineage", "metrics", "plot",
+           "draw_difficulty_over_time"]
 
 FUNNEL_STAGES = ("generated", "valid", "proposed", "accepted")
 
@@ -118,7 +119,7 @@ def plot(pool, path: str | os.PathLike, *, title: str | None = None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure, axes = plt.subplots(2, 2, figsize=(13, 8.5), gridspec_kw={"height_ratios": [1, 1.1]})
-    _plot_difficulty(axes[0, 0], pool)
+    draw_difficulty_over_time(axes[0, 0], pool)
     _plot_lineage(axes[1, 0], pool)
     _plot_histogram(axes[0, 1], pool)
     _plot_funnel(axes[1, 1], pool)
@@ -130,7 +131,8 @@ def plot(pool, path: str | os.PathLike, *, title: str | None = None) -> Path:
     return path
 
 
-def _plot_difficulty(ax, pool) -> None:
+def draw_difficulty_over_time(ax, pool) -> None:
+    """Draw the pool's mean difficulty by episode on matplotlib axes ``ax`` (also used by rla_train.run_log)."""
     episodes, difficulty = difficulty_over_time(pool)
     if episodes:
         ax.plot(episodes, difficulty, marker="o", markersize=3, color="#2c3e50", label="mean difficulty (1 - success)")

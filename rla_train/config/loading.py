@@ -130,6 +130,9 @@ class TrainConfig:
         if policy.action_mode == "choice" and policy.backend != "transformers":
             raise ConfigError(f"policy.action_mode=choice scores candidates with the transformers backend, got "
                               f"policy.backend={policy.backend}; use policy.backend=transformers or action_mode=text")
+        if mode.reward_model and rm.verdict_mode == "choice" and rm.backend != "transformers":
+            raise ConfigError(f"reward_model.verdict_mode=choice scores the two verdicts with the transformers backend, "
+                              f"got reward_model.backend={rm.backend}; use verdict_mode=text with that backend")
         if mode.adapt_env and pool.rewriter == "llm":
             if not pool.rewriter_model:
                 raise ConfigError("pool.rewriter=llm needs pool.rewriter_model (a model, 'same-as-policy' or "

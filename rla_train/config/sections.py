@@ -79,6 +79,10 @@ class RewardModelConfig(_Section):
     backend: str = _f("transformers", "generation backend (see policy.backend); openai only for a frozen reward "
                       "model", choices=BACKENDS)
     base_url: str | None = _f(None, "server URL for backend=openai")
+    verdict_mode: str = _f("choice", "how the judge answers: text (reasons, then writes \\boxed{1} or \\boxed{-1}; "
+                           "paper scale) or choice (samples one of the two verdicts by its likelihood: for tiny "
+                           "models, which cannot yet write a parseable verdict; needs backend=transformers)",
+                           choices=("text", "choice"))
     judgments_per_step: int = _f(3, "m: independent judgments of every step", ge=1, fix="the paper uses m = 3")
     step_reward_weight: float = _f(1.0, "λ in R_i = O + (λ/m)·Σ_j S_ij (rla_train.rewards.integrated_rewards lam)",
                                    alias="lam", ge=0, fix="the paper uses λ = 1")

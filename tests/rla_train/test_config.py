@@ -143,9 +143,12 @@ def test_modes_table_and_mode_specific_rules():
     assert MODES["policy+reward+env"] == (True, True, True, True)
     # no reward model is fine for the GRPO baseline; a frozen RM may be served over HTTP
     assert load_config(None, ["train.mode=outcome_only", "reward_model.model=null"]).mode.reward_model is False
-    frozen = load_config(None, ["train.mode=policy", "reward_model.backend=openai",
+    frozen = load_config(None, ["train.mode=policy", "reward_model.backend=openai", "reward_model.verdict_mode=text",
                                 "reward_model.base_url=http://localhost:8000/v1"])
     assert frozen.mode == MODES["policy"]
+    with pytest.raises(ConfigError, match="verdict_mode=choice scores the two verdicts"):
+        load_config(None, ["train.mode=policy", "reward_model.backend=openai",
+                           "reward_model.base_url=http://localhost:8000/v1"])
 
 
 def test_sections_accept_mappings_and_check_on_construction():

@@ -1,0 +1,197 @@
+"""What a co-training run is made of, built from a :class:`~rla_train.config.TrainConfig`.
+
+:func:`build_components` loads (or builds, for ``"tiny"``) the policy and reward model, wraps them in
+generation backends, makes the agent, the training and held-out rollout engines, the task pool with its
+feeder (rewriter, diagnoser, measure) and the two TRL trainers. The loop in :mod:`rla_train.cotrain` only
+uses the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rla_train.config import MODES, TrainConfig
+
+__all__ = ["Components", "build_components", "load_model", "EngineMeasure", "grpo_args", "policy_sampling"]
+
+
+@dataclass
+class Components:
+    """The parts of a run (see :func:`build_components`)."""
+
+    policy_model: Any
+    policy_tokenizer: Any
+    policy_backend: Any
+    eval_backend: Any
+    reward_model: Any | None          # rla_train.reward_model.RewardModel
+    rm_model: Any | None
+    rm_tokenizer: Any | None
+    agent: Any
+    engine: Any                       # training rollouts
+    eval_engine: Any                  # held-out evaluation (greedy)
+    eval_tasks: list
+    feeder: Any                       # rla_envs.curriculum.TaskFeeder over the pool
+    policy_trainer: Any               # rla_train.policy_update.SampleTrainer
+    rm_trainer: Any | None
+
+    def close(self) -> None:
+        """Stop the env workers."""
+        self.engine.close()
+        self.eval_engine.close()
+
+
+class EngineMeasure:
+    """``measure(task, n)`` for the task pool: ``n`` rollouts of ``task`` with the current policy, 1.0 per win."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    def __call__(self, task, n: int) -> list[float]:
+        return [float(e.won) for e in self.engine.run([task], group_size=n, desc="measure")]
+
+
+def load_model(spec: str, *, seed: int, dtype: str | None = None, tiny_options: dict | None = None):
+    """``(model, tokenizer)`` for a model path or hub id, or a tiny local model for ``"tiny"``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if spec == "tiny":
+        from rla_train.tiny import tiny_model_path
+
+        spec = str(tiny_model_path(seed=seed, **(tiny_options or {})))
+    options = {"dtype": dtype} if dtype else {}
+    model = AutoModelForCausalLM.from_pretrained(spec, **options)
+    tokenizer = AutoTokenizer.from_pretrained(spec)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def policy_sampling(config: TrainConfig, *, greedy: bool = False):
+    """The policy's sampling parameters (greedy for evaluation)."""
+    from rla_train.backends.base import SamplingParams
+
+    return SamplingParams(max_new_tokens=config.policy.max_completion_length,
+                          temperature=0.0 if greedy else config.policy.temperature, top_p=config.policy.top_p)
+
+
+def grpo_args(section, out_dir: Path, *, seed: int, temperature: float):
+    """A ``trl.GRPOConfig`` from the policy or reward-model config section (TRL field names pass through)."""
+    from trl import GRPOConfig
+
+    import torch
+
+    names = ("learning_rate", "lr_scheduler_type", "warmup_steps", "per_device_train_batch_size", "max_grad_norm",
+             "epsilon", "epsilon_high", "beta", "num_iterations", "loss_type", "gradient_checkpointing",
+             "max_completion_length")
+    given = {n: getattr(section, n) for n in names if hasattr(section, n) and getattr(section, n) is not None}
+    given.setdefault("per_device_train_batch_size", 8)
+    return GRPOConfig(output_dir=str(out_dir), seed=seed, temperature=temperature or 1.0, report_to="none",
+                      use_cpu=not torch.cuda.is_available(), bf16=False, fp16=False, num_generations=2,
+                      logging_steps=1, save_strategy="no", disable_tqdm=True, **given)
+
+
+def _env_spec(config: TrainConfig, extra: dict):
+    from rla_train.rollout.envs import EnvSpec
+
+    options = {**config.env.options, **extra}
+    if config.env.id in ("rla/AlfWorld-v0", "rla/TextWorld-v0"):
+        options.setdefault("max_steps", config.env.max_steps)
+    return EnvSpec(config.env.id, **options)
+
+
+def _backends(config: TrainConfig, model, tokenizer):
+    """(training backend, greedy evaluation backend) for the policy."""
+    from rla_train.backends.hf import TransformersBackend
+
+    base = TransformersBackend(model, tokenizer)
+    if config.policy.action_mode != "choice":
+        return base, base
+    from rla_train.policies import ChoiceBackend
+
+    return ChoiceBackend(base), ChoiceBackend(base, temperature=0.0)
+
+
+def _reward_model(config: TrainConfig, policy_model, policy_tokenizer):
+    """(RewardModel, rm model, rm tokenizer) as the config says; (None, None, None) without one."""
+    from rla_train.backends import make_backend
+    from rla_train.backends.base import SamplingParams
+    from rla_train.backends.hf import TransformersBackend
+    from rla_train.reward_model import RewardModel
+
+    section = config.reward_model
+    if not MODES[config.train.mode].reward_model or section.model is None:
+        return None, None, None
+    sampling = SamplingParams(max_new_tokens=section.max_completion_length, temperature=section.temperature)
+    if section.model == "same-as-policy":
+        backend, model, tokenizer = TransformersBackend(policy_model, policy_tokenizer), policy_model, policy_tokenizer
+    elif section.backend == "transformers":
+        model, tokenizer = load_model(section.model, seed=config.train.seed + 1)
+        backend = TransformersBackend(model, tokenizer)
+    else:
+        backend, model, tokenizer = make_backend(section.backend, model=section.model,
+                                                 **({"base_url": section.base_url} if section.base_url else {})), None, None
+    if section.verdict_mode == "choice":
+        from rla_train.policies import ChoiceBackend
+        from rla_train.reward_model.verdicts import VerdictChoiceBackend
+
+        backend = VerdictChoiceBackend(ChoiceBackend(backend))
+    return RewardModel(backend, judgments_per_step=section.judgments_per_step, sampling=sampling), model, tokenizer
+
+
+def _feeder(config: TrainConfig, tasks, engine, reward_model):
+    from rla_envs.curriculum.diagnosers import RuleDiagnoser
+    from rla_envs.curriculum.pool import TaskPool
+    from rla_envs.curriculum.rewriters import MutatorRewriter
+    from rla_envs.curriculum.wrapper import TaskFeeder
+
+    pool = TaskPool(tasks, config.pool.pool_config(group_size=config.rollout.group_size, seed=config.train.seed))
+    if config.pool.rewriter == "llm":
+        raise NotImplementedError("pool.rewriter=llm is not wired into the co-trainer yet; use pool.rewriter=mutator")
+    if reward_model is not None:
+        from rla_train.reward_model import RewardModelDiagnoser
+
+        diagnoser = RewardModelDiagnoser(reward_model)
+    else:
+        diagnoser = RuleDiagnoser()
+    return TaskFeeder(pool, MutatorRewriter(), diagnoser, EngineMeasure(engine), adapt_every=config.pool.adapt_every,
+                      rollouts=config.pool.measure_rollouts)
+
+
+def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = True) -> Components:
+    """Every part of the run, freshly built (a resume then loads the saved states into them)."""
+    from rla_train.agents import make_agent
+    from rla_train.policy_update import SampleTrainer
+    from rla_train.rollout.engine import RolloutEngine
+
+    seed = config.train.seed
+    policy_model, policy_tokenizer = load_model(config.policy.model, seed=seed, dtype=config.policy.dtype)
+    policy_backend, eval_backend = _backends(config, policy_model, policy_tokenizer)
+    reward_model, rm_model, rm_tokenizer = _reward_model(config, policy_model, policy_tokenizer)
+    agent_options: dict[str, Any] = {"history_window": config.policy.history_window}
+    if config.policy.system_prompt is not None:
+        agent_options["system_prompt"] = config.policy.system_prompt
+    if config.policy.action_mode == "index":
+        agent_options["action_format"] = "index"
+    agent = make_agent(config.env.id, **agent_options)
+    engine = RolloutEngine(_env_spec(config, config.env.train_options), agent, policy_backend,
+                           num_envs=config.env.num_envs, workers=config.env.workers,
+                           sampling=policy_sampling(config), seed=seed, progress=progress)
+    eval_engine = RolloutEngine(_env_spec(config, config.env.eval_options), agent, eval_backend,
+                                num_envs=config.env.num_envs, workers=config.env.workers,
+                                sampling=policy_sampling(config, greedy=True), seed=seed + 7919, progress=progress)
+    eval_tasks = eval_engine.sample_tasks(config.train.eval_episodes, seed=seed)
+    feeder = _feeder(config, engine.env.tasks(), engine, reward_model)
+    temperature = 1.0 if config.policy.action_mode == "choice" else config.policy.temperature
+    policy_trainer = SampleTrainer(policy_model, policy_tokenizer,
+                                   grpo_args(config.policy, run_dir / "trl-policy", seed=seed, temperature=temperature),
+                                   total_steps=max(1, config.train.steps))
+    rm_trainer = None
+    if MODES[config.train.mode].train_reward_model and rm_model is not None:
+        rm_trainer = SampleTrainer(rm_model, rm_tokenizer,
+                                   grpo_args(config.reward_model, run_dir / "trl-reward-model", seed=seed,
+                                             temperature=config.reward_model.temperature),
+                                   total_steps=max(1, config.train.steps * config.reward_model.updates_per_step))
+    return Components(policy_model, policy_tokenizer, policy_backend, eval_backend, reward_model, rm_model, rm_tokenizer,
+                      agent, engine, eval_engine, eval_tasks, feeder, policy_trainer, rm_trainer)

@@ -1,0 +1,159 @@
+"""Updates from our own samples through TRL's GRPO machinery: its loss, optimizer, scheduler and accelerator.
+
+The co-trainer collects multi-turn episodes itself (the rollout engine) and scores them itself (outcome +
+reward-model judgments, :mod:`rla_train.rewards`). What it hands to TRL is a list of :class:`Sample` —
+one per policy step (prompt = the chat the policy saw, completion = what it answered, advantage = that
+step's advantage) or one per reward-model judgment — and :class:`SampleTrainer` (a ``GRPOTrainer``) turns
+them into one optimizer step with TRL's clipped policy-gradient loss::
+
+    trainer = SampleTrainer(model, tokenizer, GRPOConfig(output_dir=..., learning_rate=1e-6, ...),
+                            total_steps=200)
+    metrics = trainer.update(samples)        # {"loss": ..., "grad_norm": ..., "samples": ..., "tokens": ...}
+
+Every sample's advantage applies to each token of its completion; prompt tokens (which hold the env's
+observations) are never in the loss. Samples with a zero advantage carry no gradient in GRPO and are
+dropped before the forward pass. Micro-batches of ``per_device_train_batch_size`` accumulate into one
+optimizer step, whatever the number of samples.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Sample", "SampleTrainer", "pad_samples", "unused_reward"]
+
+
+@dataclass
+class Sample:
+    """One (prompt, completion, advantage) triple for a policy-gradient update.
+
+    Attributes:
+        prompt_ids: the prompt's token ids (everything the model saw, env observations included).
+        completion_ids: the model's tokens (the only tokens in the loss).
+        advantage: applied to every completion token.
+        logprobs: the sampler's per-token log-probabilities (kept for off-policy corrections; optional).
+        info: anything to keep with the sample (episode, step, kind) for logs.
+    """
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    advantage: float
+    logprobs: list[float] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def unused_reward(prompts, completions, **kwargs) -> list[float]:
+    """A placeholder reward function: GRPOTrainer requires one, but SampleTrainer's samples carry their advantages."""
+    return [0.0] * len(prompts)
+
+
+def pad_samples(samples: Sequence[Sample], pad_token_id: int, device=None) -> dict[str, Any]:
+    """The tensors TRL's GRPO loss reads: prompts left-padded, completions right-padded, masks, advantages."""
+    import torch
+
+    prompt_width = max(len(s.prompt_ids) for s in samples)
+    completion_width = max(len(s.completion_ids) for s in samples)
+    prompt_ids = torch.full((len(samples), prompt_width), pad_token_id, dtype=torch.long)
+    prompt_mask = torch.zeros((len(samples), prompt_width), dtype=torch.long)
+    completion_ids = torch.full((len(samples), completion_width), pad_token_id, dtype=torch.long)
+    completion_mask = torch.zeros((len(samples), completion_width), dtype=torch.long)
+    for row, sample in enumerate(samples):
+        if sample.prompt_ids:
+            prompt_ids[row, prompt_width - len(sample.prompt_ids):] = torch.tensor(sample.prompt_ids)
+            prompt_mask[row, prompt_width - len(sample.prompt_ids):] = 1
+        completion_ids[row, : len(sample.completion_ids)] = torch.tensor(sample.completion_ids)
+        completion_mask[row, : len(sample.completion_ids)] = 1
+    advantages = torch.tensor([float(s.advantage) for s in samples], dtype=torch.float32)
+    batch = {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "completion_ids": completion_ids,
+             "completion_mask": completion_mask, "advantages": advantages,
+             "num_items_in_batch": completion_mask.sum()}
+    return {k: v.to(device) if device is not None else v for k, v in batch.items()}
+
+
+def _trainer_class():
+    from trl import GRPOTrainer
+
+    class SampleTrainer(GRPOTrainer):
+        """A ``GRPOTrainer`` that trains on samples the caller collected and scored (see the module docstring).
+
+        Args:
+            model: the model to train (a ``PreTrainedModel``; generation backends may share it).
+            tokenizer: its tokenizer (the pad id pads the batches).
+            args: a ``trl.GRPOConfig`` (learning rate, scheduler, loss type, clipping ``epsilon``, ``beta``,
+                ``per_device_train_batch_size`` = micro-batch size, ``max_grad_norm``, ...).
+            total_steps: optimizer steps planned (the learning-rate schedule spans them).
+        """
+
+        def __init__(self, model, tokenizer, args, *, total_steps: int):
+            from datasets import Dataset
+
+            if total_steps < 1:
+                raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+            placeholder = Dataset.from_dict({"prompt": ["unused"] * max(2, args.num_generations)})
+            super().__init__(model=model, reward_funcs=[unused_reward], args=args, train_dataset=placeholder,
+                             processing_class=tokenizer)
+            self.total_steps = int(total_steps)
+            self.create_optimizer_and_scheduler(num_training_steps=self.total_steps)
+            self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)
+            self.model_wrapped = self.model
+
+        def _prepare_inputs(self, inputs):
+            """Inputs arrive generated and scored: nothing to generate here."""
+            return inputs
+
+        def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+            """One optimizer step on ``samples`` (zero-advantage ones dropped); metrics of the step."""
+            kept = [s for s in samples if s.advantage != 0 and s.completion_ids]
+            metrics = {"samples": float(len(kept)), "dropped_zero_advantage": float(len(samples) - len(kept))}
+            if not kept:
+                return {**metrics, "loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
+            micro = max(1, int(self.args.per_device_train_batch_size))
+            chunks = [kept[i:i + micro] for i in range(0, len(kept), micro)]
+            self.current_gradient_accumulation_steps = len(chunks)
+            self.model.train()
+            pad = self.processing_class.pad_token_id
+            pad = pad if pad is not None else self.processing_class.eos_token_id
+            loss_total, tokens = 0.0, 0
+            for chunk in chunks:
+                batch = pad_samples(chunk, pad, device=self.accelerator.device)
+                tokens += int(batch["num_items_in_batch"])
+                with self.compute_loss_context_manager():
+                    loss = self.compute_loss(self.model, batch)
+                self.accelerator.backward(loss)
+                loss_total += float(loss.detach())
+            grad_norm = float("nan")
+            if self.args.max_grad_norm and self.args.max_grad_norm > 0:
+                grad_norm = float(self.accelerator.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm))
+            self.optimizer.step()
+            self.lr_scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            self.state.global_step += 1
+            trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
+            self._metrics["train"].clear()
+            return {**metrics, "loss": loss_total, "grad_norm": grad_norm, "tokens": float(tokens),
+                    "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
+                    **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
+
+        def state_dicts(self) -> dict[str, Any]:
+            """Optimizer, scheduler and step counter, for a checkpoint."""
+            return {"optimizer": self.optimizer.state_dict(), "scheduler": self.lr_scheduler.state_dict(),
+                    "global_step": self.state.global_step}
+
+        def load_state_dicts(self, states: dict[str, Any]) -> None:
+            """Put back what :meth:`state_dicts` returned."""
+            self.optimizer.load_state_dict(states["optimizer"])
+            self.lr_scheduler.load_state_dict(states["scheduler"])
+            self.state.global_step = int(states["global_step"])
+
+    return SampleTrainer
+
+
+def __getattr__(name: str):
+    if name == "SampleTrainer":  # built on first use, so importing this module does not import trl/torch
+        cls = _trainer_class()
+        globals()["SampleTrainer"] = cls
+        return cls
+    raise AttributeError(name)

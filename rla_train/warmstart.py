@@ -1,0 +1,180 @@
+"""Warm start: supervised fine-tuning on the searching ALFWorld expert's demonstrations before RL.
+
+A from-scratch policy almost never reaches an ALFWorld goal, so RL has no signal to start from. The
+searching hand-coded expert (:class:`rla_envs.alfworld.expert.HandCodedExpert`: it does not know where
+hidden objects are, so its transcripts show search and recovery) plays generated ``train`` tasks;
+every step becomes one (prompt, completion) pair, the prompt built by the very agent the policy will
+use, so training and test prompts match::
+
+    dataset = expert_demonstrations("train", n_tasks=60, agent=TextGameAgent())
+    model = sft_warm_start(model_path, None, dataset, steps=400, lr=1e-3, batch_size=8, output_dir=tmp)
+
+:func:`sft_warm_start` is TRL's :class:`~trl.SFTTrainer` in prompt-completion form (loss on the
+completion tokens only: the command and its end-of-turn token) on CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["expert_demonstrations", "sft_warm_start"]
+
+
+def _train_tasks(split: str, n_tasks: int, n_per_type: int | None, task_seed: int):
+    """The generated tasks of ``split``: enough per type for ``n_tasks`` distinct tasks when possible."""
+    from rla_envs.alfworld.tasks import generated_tasks
+
+    n_per_type = n_per_type or max(1, -(-n_tasks // 6))
+    return generated_tasks(split, n_per_type, task_seed, progress=False)
+
+
+def expert_demonstrations(split: str = "train", n_tasks: int = 30, seed: int = 0, *, agent=None,
+                          tasks: Sequence[Any] | None = None, n_per_type: int | None = None, task_seed: int = 0,
+                          max_steps: int = 50, only_won: bool = True, progress: bool = True):
+    """(prompt, completion) pairs from the searching hand-coded expert playing ``n_tasks`` ALFWorld episodes.
+
+    Args:
+        split: the generated task split to play (``"train"``; never a held-out split for training data).
+        n_tasks: episodes to play; tasks are taken in order and, past the end of the task set, replayed
+            with other seeds (the expert's search order is seeded, so replays differ).
+        seed: base reset seed (episode ``k`` resets with ``seed + k``).
+        agent: the agent that builds the prompts (default ``TextGameAgent()``): pass the policy's own.
+        tasks: tasks to play instead of the generated ones.
+        n_per_type, task_seed: size and seed of the generated task set (default size: enough for ``n_tasks``).
+        max_steps: the episode step limit.
+        only_won: keep only episodes the expert won (default).
+        progress: show a progress bar.
+
+    Returns:
+        a ``datasets.Dataset`` with ``prompt`` (the chat the agent builds before the step), ``completion``
+        (``[{"role": "assistant", "content": command}]``), ``task_id``, ``task_type``, ``episode``, ``step``
+        and ``won``.
+    """
+    import datasets
+    from tqdm.auto import tqdm
+
+    from rla_envs.alfworld.env import AlfWorldEnv
+    from rla_train.agents.text_games import TextGameAgent
+    from rla_train.rollout.episode import Episode
+
+    if type(n_tasks) is not int or n_tasks < 1:
+        raise ValueError(f"n_tasks must be an int >= 1, got {n_tasks!r}")
+    agent = agent if agent is not None else TextGameAgent()
+    tasks = list(tasks) if tasks is not None else _train_tasks(split, n_tasks, n_per_type, task_seed)
+    if not tasks:
+        raise ValueError(f"no tasks to play for split {split!r}")
+    env = AlfWorldEnv(split, tasks=tasks, expert="handcoded", max_steps=max_steps)
+    rows: list[dict[str, Any]] = []
+    won_count = 0
+    try:
+        for k in tqdm(range(n_tasks), desc="expert demonstrations", unit="ep", disable=not progress, leave=False):
+            task = tasks[k % len(tasks)]
+            episode_rows, won = _play_expert(env, agent, Episode(task_id=task.id, task=task, seed=seed + k), k)
+            won_count += won
+            if won or not only_won:
+                rows.extend(episode_rows)
+    finally:
+        env.close()
+    if not rows:
+        raise RuntimeError(f"the expert won none of the {n_tasks} episodes (max_steps={max_steps}): no demonstrations")
+    dataset = datasets.Dataset.from_list(rows)
+    dataset.info.description = f"{won_count}/{n_tasks} expert episodes won on {split!r}"
+    return dataset
+
+
+def _play_expert(env, agent, episode, index: int) -> tuple[list[dict[str, Any]], bool]:
+    """Play the expert's commands in ``env``; one row per step with the prompt the agent builds there."""
+    observation, info = env.reset(seed=episode.seed, options={"task": episode.task})
+    episode.observations, episode.infos = [observation], [dict(info)]
+    rows, done = [], False
+    while not done and info.get("expert_action") is not None:
+        command = info["expert_action"]
+        rows.append({"prompt": agent.prompt(episode), "completion": [{"role": "assistant", "content": command}],
+                     "task_id": str(info["task_id"]), "task_type": str(info.get("task_type", "")),
+                     "episode": index, "step": len(episode.actions)})
+        observation, _, terminated, truncated, info = env.step(command)
+        episode.actions.append(command)
+        episode.observations.append(observation)
+        episode.infos.append(dict(info))
+        done = terminated or truncated
+    won = bool(info.get("won"))
+    for row in rows:
+        row["won"] = won
+    return rows, won
+
+
+def _time_limit(seconds: float):
+    """A TrainerCallback that stops training once ``seconds`` have passed since training began."""
+    from transformers import TrainerCallback
+
+    class TimeLimit(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.started = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if time.perf_counter() - self.started >= seconds:
+                control.should_training_stop = True
+            return control
+
+    return TimeLimit()
+
+
+def sft_warm_start(model_path_or_model, tokenizer, dataset, *, steps: int = 300, lr: float = 1e-3,
+                   batch_size: int = 8, output_dir: str | os.PathLike, time_limit_s: float | None = None,
+                   max_length: int | None = 2048, seed: int = 0, progress: bool = True,
+                   log_history: list | None = None, **config: Any):
+    """Fine-tune a causal LM on (prompt, completion) pairs with TRL's SFTTrainer on CPU; returns the model.
+
+    Args:
+        model_path_or_model: a local model path, or a loaded causal LM (trained in place).
+        tokenizer: its tokenizer (None: loaded from the model's path).
+        dataset: a ``datasets.Dataset`` with conversational ``prompt`` and ``completion`` columns
+            (e.g. :func:`expert_demonstrations`); other columns are ignored.
+        steps: optimizer steps (``max_steps``).
+        lr: peak learning rate.
+        batch_size: examples per step.
+        output_dir: the trainer's scratch directory (no checkpoints are saved).
+        time_limit_s: stop early once training has run this long (None: run all ``steps``).
+        max_length: longest tokenized example (longer ones are truncated).
+        seed: the trainer's seed (data order, init of nothing else).
+        progress: show the trainer's progress bar.
+        log_history: a list extended with the trainer's log entries (loss per logging step, ...).
+        **config: further :class:`trl.SFTConfig` fields (e.g. ``lr_scheduler_type``, ``warmup_steps``).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    if type(steps) is not int or steps < 1:
+        raise ValueError(f"steps must be an int >= 1, got {steps!r}")
+    missing = {"prompt", "completion"} - set(dataset.column_names)
+    if missing:
+        raise ValueError(f"dataset needs 'prompt' and 'completion' columns (see expert_demonstrations); "
+                         f"missing {sorted(missing)}")
+    if isinstance(model_path_or_model, (str, os.PathLike)):
+        path = os.fspath(model_path_or_model)
+        model = AutoModelForCausalLM.from_pretrained(path)
+        tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(path)
+    else:
+        model = model_path_or_model
+        if tokenizer is None:
+            tokenizer = AutoTokenizer.from_pretrained(model.config._name_or_path)
+    dataset = dataset.select_columns(["prompt", "completion"])
+    settings = dict(output_dir=os.fspath(output_dir), max_steps=steps, learning_rate=lr,
+                    per_device_train_batch_size=batch_size, gradient_accumulation_steps=1, use_cpu=True,
+                    report_to="none", bf16=False, fp16=False, save_strategy="no", logging_steps=max(1, steps // 20),
+                    disable_tqdm=not progress, max_length=max_length, completion_only_loss=True, packing=False,
+                    dataloader_num_workers=0, seed=seed, data_seed=seed, warmup_steps=min(20, steps // 10),
+                    lr_scheduler_type="cosine", dataset_num_proc=None,
+                    activation_checkpointing=False)  # TRL turns it on by default: pure recompute cost for tiny models
+    settings.update(config)
+    trainer = SFTTrainer(model=model, args=SFTConfig(**settings), train_dataset=dataset, processing_class=tokenizer,
+                         callbacks=[_time_limit(time_limit_s)] if time_limit_s is not None else None)
+    trainer.train()
+    if log_history is not None:
+        log_history.extend(trainer.state.log_history)
+    trained = trainer.model
+    trained.eval()
+    return trained

@@ -1,0 +1,82 @@
+"""Warm start: the searching expert's demonstrations as SFT data, and a short TRL SFT run on them."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rla_train.agents.text_games import TextGameAgent
+from rla_train.rollout.episode import Episode
+from rla_train.warmstart import expert_demonstrations, sft_warm_start
+from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
+
+
+@pytest.fixture(scope="module")
+def demonstrations(alfworld_tasks):
+    agent = TextGameAgent(history_window=3)
+    return agent, expert_demonstrations("train", n_tasks=3, seed=5, agent=agent, tasks=alfworld_tasks[:3],
+                                        progress=False)
+
+
+def test_completions_are_the_experts_commands_and_prompts_what_the_agent_builds(demonstrations, alfworld_tasks):
+    from rla_envs.alfworld.env import AlfWorldEnv
+
+    agent, dataset = demonstrations
+    assert set(dataset["episode"]) == {0, 1, 2} and all(dataset["won"])
+    env = AlfWorldEnv("train", tasks=alfworld_tasks[:3], expert="handcoded")
+    try:
+        for index in range(3):
+            rows = [row for row in dataset if row["episode"] == index]
+            observation, info = env.reset(seed=5 + index, options={"task": alfworld_tasks[index]})
+            episode = Episode(task_id=info["task_id"], observations=[observation], infos=[info])
+            for step, row in enumerate(rows):
+                assert row["step"] == step and row["task_id"] == info["task_id"]
+                assert row["completion"] == [{"role": "assistant", "content": info["expert_action"]}]
+                assert info["expert_action"] in info["admissible_actions"]
+                assert row["prompt"] == agent.prompt(episode)
+                observation, _, terminated, _, info = env.step(info["expert_action"])
+                episode.actions.append(row["completion"][0]["content"])
+                episode.observations.append(observation)
+                episode.infos.append(info)
+            assert terminated and info["won"]  # the rows cover the whole won episode
+    finally:
+        env.close()
+
+
+def test_short_sft_lowers_the_loss_and_raises_the_experts_likelihood(demonstrations, tiny_model_path, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rla_train.backends.hf import TransformersBackend
+
+    _, dataset = demonstrations
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_model_path))
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_path))
+    backend = TransformersBackend(model, tokenizer)
+    rows = dataset.select(range(0, len(dataset), max(1, len(dataset) // 8)))
+    commands = [row["completion"][0]["content"] + "<|im_end|>" for row in rows]
+
+    def mean_likelihood():
+        return sum(backend.score(rows["prompt"], commands)) / len(commands)
+
+    before = mean_likelihood()
+    weights = [p.detach().clone() for p in model.parameters()]
+    history = []
+    trained = sft_warm_start(model, tokenizer, dataset, steps=12, lr=3e-3, batch_size=4, output_dir=tmp_path,
+                             progress=False, log_history=history, logging_steps=1)
+    assert trained is model
+    losses = [entry["loss"] for entry in history if "loss" in entry]
+    assert len(losses) == 12 and all(math.isfinite(loss) for loss in losses)
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
+    assert any(not (a == b).all() for a, b in zip(weights, model.parameters()))
+    assert mean_likelihood() > before + 1.0  # nats per command
+
+
+def test_bad_inputs_are_refused(tmp_path, tiny_model_path):
+    import datasets
+
+    with pytest.raises(ValueError, match="n_tasks"):
+        expert_demonstrations(n_tasks=0)
+    with pytest.raises(ValueError, match="'prompt' and 'completion'"):
+        sft_warm_start(str(tiny_model_path), None, datasets.Dataset.from_list([{"text": "x"}]), steps=1,
+                       output_dir=tmp_path)
