@@ -76,19 +76,20 @@ def policy_sampling(config: TrainConfig, *, greedy: bool = False):
                           temperature=0.0 if greedy else config.policy.temperature, top_p=config.policy.top_p)
 
 
-def grpo_args(section, out_dir: Path, *, seed: int, temperature: float):
+def grpo_args(section, out_dir: Path, *, seed: int, temperature: float, bf16: bool = False):
     """A ``trl.GRPOConfig`` from the policy or reward-model config section (TRL field names pass through)."""
     from trl import GRPOConfig
 
     import torch
 
     names = ("learning_rate", "lr_scheduler_type", "warmup_steps", "per_device_train_batch_size", "max_grad_norm",
-             "epsilon", "epsilon_high", "beta", "num_iterations", "loss_type", "gradient_checkpointing",
-             "max_completion_length")
+             "epsilon", "epsilon_high", "beta", "num_iterations", "loss_type", "max_completion_length")
     given = {n: getattr(section, n) for n in names if hasattr(section, n) and getattr(section, n) is not None}
     given.setdefault("per_device_train_batch_size", 8)
+    # transformers 5 renamed gradient_checkpointing (TRL turns it on by default: pure overhead for small models)
+    given["activation_checkpointing"] = bool(getattr(section, "gradient_checkpointing", False))
     return GRPOConfig(output_dir=str(out_dir), seed=seed, temperature=temperature or 1.0, report_to="none",
-                      use_cpu=not torch.cuda.is_available(), bf16=False, fp16=False, num_generations=2,
+                      use_cpu=not torch.cuda.is_available(), bf16=bf16, fp16=False, num_generations=2,
                       logging_steps=1, save_strategy="no", disable_tqdm=True, **given)
 
 
@@ -114,7 +115,7 @@ def _backends(config: TrainConfig, model, tokenizer):
 
 
 def _reward_model(config: TrainConfig, policy_model, policy_tokenizer):
-    """(RewardModel, rm model, rm tokenizer) as the config says; (None, None, None) without one."""
+    """(RewardModel, rm model, rm tokenizer, its plain text backend) as the config says; Nones without one."""
     from rla_train.backends import make_backend
     from rla_train.backends.base import SamplingParams
     from rla_train.backends.hf import TransformersBackend
@@ -122,7 +123,7 @@ def _reward_model(config: TrainConfig, policy_model, policy_tokenizer):
 
     section = config.reward_model
     if not MODES[config.train.mode].reward_model or section.model is None:
-        return None, None, None
+        return None, None, None, None
     sampling = SamplingParams(max_new_tokens=section.max_completion_length, temperature=section.temperature)
     if section.model == "same-as-policy":
         backend, model, tokenizer = TransformersBackend(policy_model, policy_tokenizer), policy_model, policy_tokenizer
@@ -132,30 +133,62 @@ def _reward_model(config: TrainConfig, policy_model, policy_tokenizer):
     else:
         backend, model, tokenizer = make_backend(section.backend, model=section.model,
                                                  **({"base_url": section.base_url} if section.base_url else {})), None, None
+    raw = backend
     if section.verdict_mode == "choice":
         from rla_train.policies import ChoiceBackend
         from rla_train.reward_model.verdicts import VerdictChoiceBackend
 
         backend = VerdictChoiceBackend(ChoiceBackend(backend))
-    return RewardModel(backend, judgments_per_step=section.judgments_per_step, sampling=sampling), model, tokenizer
+    return RewardModel(backend, judgments_per_step=section.judgments_per_step, sampling=sampling), model, tokenizer, raw
 
 
-def _feeder(config: TrainConfig, tasks, engine, reward_model):
+class BackendText:
+    """``[prompt texts] -> [answer texts]`` through a generation backend: the LLM rewriter's ``generate``."""
+
+    def __init__(self, backend, sampling):
+        self.backend, self.sampling = backend, sampling
+
+    def __call__(self, prompts: list[str]) -> list[str]:
+        chats = [[{"role": "user", "content": prompt}] for prompt in prompts]
+        return [g.samples[0].text for g in self.backend.generate(chats, sampling=self.sampling)]
+
+
+def _rewriter(config: TrainConfig, policy_backend, rm_text):
+    """The pool's rewriter: the family's LLM-free mutator, or an LLM given the reward model's diagnoses."""
+    from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter
+    from rla_train.backends import make_backend
+    from rla_train.backends.base import SamplingParams
+
+    section = config.pool
+    if section.rewriter == "mutator":
+        return MutatorRewriter()
+    if section.rewriter_model == "same-as-policy":
+        backend = getattr(policy_backend, "backend", policy_backend)  # the text backend under a choice policy
+    elif section.rewriter_model == "same-as-reward-model":
+        backend = rm_text
+    elif section.rewriter_backend == "transformers":
+        from rla_train.backends.hf import TransformersBackend
+
+        backend = TransformersBackend(*load_model(section.rewriter_model, seed=config.train.seed + 2))
+    else:
+        backend = make_backend(section.rewriter_backend, model=section.rewriter_model,
+                               **({"base_url": section.rewriter_base_url} if section.rewriter_base_url else {}))
+    return LLMRewriter(BackendText(backend, SamplingParams(max_new_tokens=1024, temperature=1.0)), batch=True)
+
+
+def _feeder(config: TrainConfig, tasks, engine, reward_model, rewriter):
     from rla_envs.curriculum.diagnosers import RuleDiagnoser
     from rla_envs.curriculum.pool import TaskPool
-    from rla_envs.curriculum.rewriters import MutatorRewriter
     from rla_envs.curriculum.wrapper import TaskFeeder
 
     pool = TaskPool(tasks, config.pool.pool_config(group_size=config.rollout.group_size, seed=config.train.seed))
-    if config.pool.rewriter == "llm":
-        raise NotImplementedError("pool.rewriter=llm is not wired into the co-trainer yet; use pool.rewriter=mutator")
     if reward_model is not None:
         from rla_train.reward_model import RewardModelDiagnoser
 
         diagnoser = RewardModelDiagnoser(reward_model)
     else:
         diagnoser = RuleDiagnoser()
-    return TaskFeeder(pool, MutatorRewriter(), diagnoser, EngineMeasure(engine), adapt_every=config.pool.adapt_every,
+    return TaskFeeder(pool, rewriter, diagnoser, EngineMeasure(engine), adapt_every=config.pool.adapt_every,
                       rollouts=config.pool.measure_rollouts)
 
 
@@ -166,9 +199,10 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
     from rla_train.rollout.engine import RolloutEngine
 
     seed = config.train.seed
-    policy_model, policy_tokenizer = load_model(config.policy.model, seed=seed, dtype=config.policy.dtype)
+    dtype = config.policy.dtype or ("bfloat16" if config.scale.bf16 else None)
+    policy_model, policy_tokenizer = load_model(config.policy.model, seed=seed, dtype=dtype)
     policy_backend, eval_backend = _backends(config, policy_model, policy_tokenizer)
-    reward_model, rm_model, rm_tokenizer = _reward_model(config, policy_model, policy_tokenizer)
+    reward_model, rm_model, rm_tokenizer, rm_text = _reward_model(config, policy_model, policy_tokenizer)
     agent_options: dict[str, Any] = {"history_window": config.policy.history_window}
     if config.policy.system_prompt is not None:
         agent_options["system_prompt"] = config.policy.system_prompt
@@ -182,16 +216,18 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
                                 num_envs=config.env.num_envs, workers=config.env.workers,
                                 sampling=policy_sampling(config, greedy=True), seed=seed + 7919, progress=progress)
     eval_tasks = eval_engine.sample_tasks(config.train.eval_episodes, seed=seed)
-    feeder = _feeder(config, engine.env.tasks(), engine, reward_model)
+    rewriter = _rewriter(config, policy_backend, rm_text)
+    feeder = _feeder(config, engine.env.tasks(), engine, reward_model, rewriter)
     temperature = 1.0 if config.policy.action_mode == "choice" else config.policy.temperature
     policy_trainer = SampleTrainer(policy_model, policy_tokenizer,
-                                   grpo_args(config.policy, run_dir / "trl-policy", seed=seed, temperature=temperature),
+                                   grpo_args(config.policy, run_dir / "trl-policy", seed=seed, temperature=temperature,
+                                             bf16=config.scale.bf16),
                                    total_steps=max(1, config.train.steps))
     rm_trainer = None
     if MODES[config.train.mode].train_reward_model and rm_model is not None:
         rm_trainer = SampleTrainer(rm_model, rm_tokenizer,
                                    grpo_args(config.reward_model, run_dir / "trl-reward-model", seed=seed,
-                                             temperature=config.reward_model.temperature),
+                                             temperature=config.reward_model.temperature, bf16=config.scale.bf16),
                                    total_steps=max(1, config.train.steps * config.reward_model.updates_per_step))
     return Components(policy_model, policy_tokenizer, policy_backend, eval_backend, reward_model, rm_model, rm_tokenizer,
                       agent, engine, eval_engine, eval_tasks, feeder, policy_trainer, rm_trainer)

@@ -84,7 +84,8 @@ def _trainer_class():
             tokenizer: its tokenizer (the pad id pads the batches).
             args: a ``trl.GRPOConfig`` (learning rate, scheduler, loss type, clipping ``epsilon``, ``beta``,
                 ``per_device_train_batch_size`` = micro-batch size, ``max_grad_norm``, ...).
-            total_steps: optimizer steps planned (the learning-rate schedule spans them).
+            total_steps: updates planned (the learning-rate schedule spans ``total_steps * num_iterations``
+                optimizer steps).
         """
 
         def __init__(self, model, tokenizer, args, *, total_steps: int):
@@ -92,11 +93,16 @@ def _trainer_class():
 
             if total_steps < 1:
                 raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+            if args.steps_per_generation not in (None, 1) or args.gradient_accumulation_steps != 1:
+                raise ValueError("SampleTrainer accumulates all samples of an update into one optimizer step "
+                                 "(micro-batches of per_device_train_batch_size); leave gradient_accumulation_steps and "
+                                 f"steps_per_generation at 1, got {args.gradient_accumulation_steps} and "
+                                 f"{args.steps_per_generation}")
             placeholder = Dataset.from_dict({"prompt": ["unused"] * max(2, args.num_generations)})
             super().__init__(model=model, reward_funcs=[unused_reward], args=args, train_dataset=placeholder,
                              processing_class=tokenizer)
             self.total_steps = int(total_steps)
-            self.create_optimizer_and_scheduler(num_training_steps=self.total_steps)
+            self.create_optimizer_and_scheduler(num_training_steps=self.total_steps * max(1, self.num_iterations))
             self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)
             self.model_wrapped = self.model
 
@@ -105,21 +111,52 @@ def _trainer_class():
             return inputs
 
         def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-            """One optimizer step on ``samples`` (zero-advantage ones dropped); metrics of the step."""
+            """``num_iterations`` optimizer steps on ``samples`` (zero-advantage ones dropped); metrics of the last.
+
+            With ``num_iterations > 1`` the log-probabilities before the first step are the ``old`` ones of
+            the clipped ratio, as in TRL's own multi-iteration GRPO.
+            """
             kept = [s for s in samples if s.advantage != 0 and s.completion_ids]
             metrics = {"samples": float(len(kept)), "dropped_zero_advantage": float(len(samples) - len(kept))}
             if not kept:
                 return {**metrics, "loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
             micro = max(1, int(self.args.per_device_train_batch_size))
-            chunks = [kept[i:i + micro] for i in range(0, len(kept), micro)]
-            self.current_gradient_accumulation_steps = len(chunks)
-            self.model.train()
             pad = self.processing_class.pad_token_id
             pad = pad if pad is not None else self.processing_class.eos_token_id
+            batches = [pad_samples(kept[i:i + micro], pad, device=self.accelerator.device)
+                       for i in range(0, len(kept), micro)]
+            self.current_gradient_accumulation_steps = len(batches)
+            # Token-normalised losses (dapo, ...) divide by num_items_in_batch x accumulation steps (TRL's
+            # generation-batch convention): give each micro-batch total tokens / micro-batches, so that the
+            # accumulated loss is normalised by the step's total token count exactly.
+            total_tokens = sum(batch["num_items_in_batch"] for batch in batches)
+            for batch in batches:
+                batch["num_items_in_batch"] = total_tokens / len(batches)
+            self.model.train()
+            if self.num_iterations > 1:
+                self._store_old_logps(batches)
+            for _ in range(self.num_iterations):
+                step = self._optimizer_step(batches)
+            trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
+            self._metrics["train"].clear()
+            return {**metrics, **step, "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
+                    **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
+
+        def _store_old_logps(self, batches) -> None:
+            import torch
+
+            with torch.no_grad():
+                for batch in batches:
+                    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+                    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+                    batch["old_per_token_logps"] = self._get_per_token_logps_and_entropies(
+                        self.model, ids, mask, batch["completion_ids"].size(1))[0]
+
+        def _optimizer_step(self, batches) -> dict[str, float]:
+            """Accumulate the GRPO loss over the micro-batches, clip, step the optimizer and the schedule."""
             loss_total, tokens = 0.0, 0
-            for chunk in chunks:
-                batch = pad_samples(chunk, pad, device=self.accelerator.device)
-                tokens += int(batch["num_items_in_batch"])
+            for batch in batches:
+                tokens += int(batch["completion_mask"].sum())
                 with self.compute_loss_context_manager():
                     loss = self.compute_loss(self.model, batch)
                 self.accelerator.backward(loss)
@@ -131,11 +168,7 @@ def _trainer_class():
             self.lr_scheduler.step()
             self.optimizer.zero_grad(set_to_none=True)
             self.state.global_step += 1
-            trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
-            self._metrics["train"].clear()
-            return {**metrics, "loss": loss_total, "grad_norm": grad_norm, "tokens": float(tokens),
-                    "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
-                    **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
+            return {"loss": loss_total, "grad_norm": grad_norm, "tokens": float(tokens)}
 
         def state_dicts(self) -> dict[str, Any]:
             """Optimizer, scheduler and step counter, for a checkpoint."""

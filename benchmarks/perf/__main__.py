@@ -18,6 +18,7 @@ SUITES: dict[str, tuple[str, ...]] = {
     "curriculum": ("benchmarks.perf.curriculum",),
     "sandbox": ("benchmarks.perf.sandbox",),
     "rollout": ("benchmarks.perf.rollout",),
+    "trainer": ("benchmarks.perf.trainer",),
 }
 SUITES["all"] = tuple(dict.fromkeys(m for modules in SUITES.values() for m in modules))
 

@@ -110,12 +110,14 @@ class TrainConfig:
         if mode.reward_model and rm.model is None:
             raise ConfigError(f"train.mode={name} needs a reward model, but reward_model.model is null; set it to a "
                               f"model path, '{SAME_AS_POLICY}' or '{TINY}', or use train.mode=outcome_only")
-        if policy.backend == "openai":
-            raise ConfigError("policy.backend=openai cannot train the policy (its weights live on the server); use "
-                              "policy.backend=vllm (scale.vllm_mode=server for a separate vLLM server) or transformers")
-        if mode.reward_model and mode.train_reward_model and rm.backend == "openai":
-            raise ConfigError(f"train.mode={name} trains the reward model, which reward_model.backend=openai cannot "
-                              "do; use reward_model.backend=transformers or vllm, or train.mode=policy (frozen RM)")
+        if policy.backend != "transformers":
+            raise ConfigError(f"policy.backend={policy.backend} cannot be trained by this version: rollouts must come from "
+                              "the live weights, and syncing a vLLM engine or a server after every update is not wired "
+                              "yet (docs/scale-out.md); use policy.backend=transformers (CPU or GPU)")
+        if mode.train_reward_model and rm.model != SAME_AS_POLICY and rm.backend != "transformers":
+            raise ConfigError(f"train.mode={name} trains the reward model, which reward_model.backend={rm.backend} cannot "
+                              "do in this version; use reward_model.backend=transformers, or train.mode=policy to keep "
+                              "a frozen reward model on vllm/openai")
         if rm.model == SAME_AS_POLICY and rm.backend != policy.backend:
             raise ConfigError(f"reward_model.model={SAME_AS_POLICY} shares the policy's backend, but reward_model.backend"
                               f"={rm.backend} and policy.backend={policy.backend}; set both to the same")
@@ -161,9 +163,8 @@ class TrainConfig:
             if not torch.cuda.is_available():
                 raise ConfigError(f"{key}=vllm needs a CUDA GPU and this machine has none; on CPU use --set "
                                   f"{key}=transformers (with a small model, e.g. policy.model=tiny, or configs/cpu-tiny.yaml)")
-        files = [("scale.accelerate_config", self.scale.accelerate_config), ("scale.deepspeed", self.scale.deepspeed)]
-        files += [(f"{s}.model", m) for s, m in (("policy", self.policy.model), ("reward_model", self.reward_model.model))
-                  if m and m.startswith((".", "/", "~"))]
+        files = [(f"{s}.model", m) for s, m in (("policy", self.policy.model), ("reward_model", self.reward_model.model))
+                 if m and m.startswith((".", "/", "~"))]
         for key, path in files:
             if path and not Path(path).expanduser().exists():
                 raise ConfigError(f"{key}={path!r} does not exist (cwd {os.getcwd()}); fix the path or set it to null")

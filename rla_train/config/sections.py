@@ -53,8 +53,8 @@ class PolicyConfig(_Section):
     temperature: float = _f(1.0, "sampling temperature of rollouts (TRL temperature)", gt=0,
                             fix="at 0 every rollout of a group is the same and GRPO advantages are all zero; use 1.0")
     top_p: float = _f(1.0, "nucleus sampling mass of rollouts (TRL top_p)", gt=0, le=1)
-    gradient_accumulation_steps: int = _f(1, "micro-batches per optimizer step (TRL gradient_accumulation_steps)", ge=1)
-    per_device_train_batch_size: int = _f(8, "sequences per micro-batch (TRL per_device_train_batch_size)", ge=1)
+    per_device_train_batch_size: int = _f(8, "sequences per micro-batch (TRL per_device_train_batch_size); a step's "
+                                          "samples all accumulate into one optimizer step per iteration", ge=1)
     max_grad_norm: float = _f(1.0, "gradient clipping norm (TRL max_grad_norm)", gt=0)
     epsilon: float = _f(0.2, "lower clip range of the policy ratio (TRL epsilon)", gt=0, lt=1)
     epsilon_high: float | None = _f(None, "upper clip range (TRL epsilon_high; null = epsilon)", gt=0)
@@ -203,23 +203,10 @@ class OutputConfig(_Section):
 
 @dataclass
 class ScaleConfig(_Section):
-    """Multi-GPU and vLLM settings (ignored on CPU)."""
+    """Precision and hardware settings (multi-GPU and vLLM generation while training: see docs/scale-out.md)."""
 
     section: ClassVar[str] = "scale"
-    accelerate_config: str | None = _f(None, "accelerate config file (`accelerate launch --config_file`)")
-    deepspeed: str | None = _f(None, "DeepSpeed JSON config file (TRL deepspeed)")
-    bf16: bool = _f(False, "train in bfloat16 mixed precision (TRL bf16)")
-    vllm_mode: str = _f("colocate", "where vLLM runs: colocate (in the trainer's processes) or server (a separate "
-                        "`trl vllm-serve`) (TRL vllm_mode)", choices=("colocate", "server"))
-    vllm_server_base_url: str | None = _f(None, "the vLLM server's URL when vllm_mode=server (TRL vllm_server_base_url)")
-    vllm_gpu_memory_utilization: float = _f(0.3, "GPU memory share vLLM takes when colocated "
-                                                 "(TRL vllm_gpu_memory_utilization)", gt=0, le=1)
-    vllm_tensor_parallel_size: int = _f(1, "GPUs per vLLM engine (TRL vllm_tensor_parallel_size)", ge=1)
-
-    def check(self) -> None:
-        if self.vllm_mode == "server" and not self.vllm_server_base_url:
-            raise ConfigError("scale.vllm_mode=server needs scale.vllm_server_base_url; start `trl vllm-serve --model M`"
-                              " and set it to http://HOST:8000, or use scale.vllm_mode=colocate")
+    bf16: bool = _f(False, "load and train the policy and reward model in bfloat16 (TRL bf16; GPUs with bf16 support)")
 
 
 SECTIONS: dict[str, type[_Section]] = {"env": EnvConfig, "policy": PolicyConfig, "reward_model": RewardModelConfig,

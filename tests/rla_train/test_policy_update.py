@@ -1,0 +1,77 @@
+"""SampleTrainer: TRL's GRPO loss, optimizer and scheduler on our own (prompt, completion, advantage) samples."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rla_train.policy_update import Sample, pad_samples
+
+PROMPT = "<|im_start|>user\nwhere now?<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.fixture
+def trainer_factory(tiny_model_path, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    from rla_train.policy_update import SampleTrainer
+
+    def make(**options):
+        model = AutoModelForCausalLM.from_pretrained(tiny_model_path)
+        tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
+        args = GRPOConfig(output_dir=str(tmp_path), learning_rate=1e-3, per_device_train_batch_size=2, num_generations=2,
+                          use_cpu=True, report_to="none", bf16=False, max_completion_length=8, beta=0.0,
+                          lr_scheduler_type="constant", **options)
+        return SampleTrainer(model, tokenizer, args, total_steps=10), tokenizer
+    return make
+
+
+def ids(tokenizer, text):
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def completion_logprob(trainer, prompt, completion):
+    batch = pad_samples([Sample(prompt, completion, 1.0)], 0)
+    with torch.no_grad():
+        logits = trainer.model(torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)).logits[0, :-1]
+    logps = logits.log_softmax(-1)[len(prompt) - 1:]
+    return float(logps.gather(1, torch.tensor(completion)[:, None]).sum())
+
+
+def test_positive_advantages_rise_negative_fall_zero_dropped(trainer_factory):
+    trainer, tokenizer = trainer_factory()
+    prompt, good, bad = ids(tokenizer, PROMPT), ids(tokenizer, "go to fridge 1<|im_end|>"), ids(tokenizer, "look<|im_end|>")
+    before = completion_logprob(trainer, prompt, good), completion_logprob(trainer, prompt, bad)
+    for _ in range(5):
+        metrics = trainer.update([Sample(prompt, good, 1.0), Sample(prompt, bad, -1.0), Sample(prompt, bad, 0.0)])
+    after = completion_logprob(trainer, prompt, good), completion_logprob(trainer, prompt, bad)
+    assert after[0] > before[0] + 1 and after[1] < before[1]
+    assert metrics["samples"] == 2 and metrics["dropped_zero_advantage"] == 1 and trainer.state.global_step == 5
+    assert metrics["tokens"] == len(good) + len(bad) and torch.isfinite(torch.tensor(metrics["loss"]))
+    assert trainer.update([Sample(prompt, good, 0.0)])["samples"] == 0 and trainer.state.global_step == 5
+
+
+def test_several_iterations_clip_against_the_first_logprobs(trainer_factory):
+    trainer, tokenizer = trainer_factory(num_iterations=3, epsilon=0.01)
+    prompt, good = ids(tokenizer, PROMPT), ids(tokenizer, "go to fridge 1<|im_end|>")
+    metrics = trainer.update([Sample(prompt, good, 1.0), Sample(prompt, ids(tokenizer, "look<|im_end|>"), -1.0)])
+    assert trainer.state.global_step == 3  # three optimizer steps on the same samples
+    assert metrics["trl/clip_ratio/region_mean"] > 0  # later iterations moved past the tiny clip range
+
+
+def test_optimizer_and_schedule_state_round_trip(trainer_factory):
+    trainer, tokenizer = trainer_factory()
+    prompt = ids(tokenizer, PROMPT)
+    trainer.update([Sample(prompt, ids(tokenizer, "look<|im_end|>"), 1.0), Sample(prompt, [5, 6], -1.0)])
+    other, _ = trainer_factory()
+    other.load_state_dicts(trainer.state_dicts())
+    assert other.state.global_step == 1
+    assert other.optimizer.state_dict()["state"][0]["step"] == trainer.optimizer.state_dict()["state"][0]["step"]
+
+
+def test_pad_samples_layout():
+    batch = pad_samples([Sample([1, 2, 3], [4], 0.5), Sample([7], [8, 9], -1.0)], pad_token_id=0)
+    assert batch["prompt_ids"].tolist() == [[1, 2, 3], [0, 0, 7]] and batch["prompt_mask"].tolist() == [[1, 1, 1], [0, 0, 1]]
+    assert batch["completion_ids"].tolist() == [[4, 0], [8, 9]] and batch["completion_mask"].tolist() == [[1, 0], [1, 1]]
+    assert batch["advantages"].tolist() == [0.5, -1.0] and int(batch["num_items_in_batch"]) == 3
