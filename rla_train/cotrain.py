@@ -140,15 +140,10 @@ def _restore(checkpoint: Path, parts) -> tuple[int, dict]:
     feeder = parts.feeder
     feeder.pool = TaskPool.load(checkpoint / "pool.json")
     feeder.episodes_since_adapt = states["feeder"]["episodes_since_adapt"]
-    feeder.failures = {k: deque([_trajectory(Trajectory, t) for t in v], maxlen=feeder.keep_failures)
+    feeder.failures = {k: deque([Trajectory.from_dict(t) for t in v], maxlen=feeder.keep_failures)
                        for k, v in states["feeder"]["failures"].items()}
     restore_rng(checkpoint)
     return int(states["step"]), states["history"]
-
-
-def _trajectory(cls, data: dict):
-    return cls(task_id=data["task_id"], observations=data["observations"], actions=data["actions"], infos=data["infos"],
-               won=data["won"], truncated=data["truncated"], judgments=data["judgments"])
 
 
 # ----------------------------------------------------------------------------------------------- run

@@ -57,6 +57,13 @@ class Trajectory:
                 "infos": [jsonable(i) for i in self.infos], "won": self.won, "truncated": self.truncated,
                 "judgments": self.judgments}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Trajectory":
+        """The inverse of :meth:`to_dict` (infos come back as the JSON-able dicts that were written)."""
+        return cls(task_id=data["task_id"], observations=list(data["observations"]), actions=list(data["actions"]),
+                   infos=list(data["infos"]), won=bool(data["won"]), truncated=bool(data["truncated"]),
+                   judgments=data.get("judgments"))
+
 
 @runtime_checkable
 class Diagnoser(Protocol):

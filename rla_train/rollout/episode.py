@@ -155,9 +155,8 @@ class Episode(Trajectory):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Episode:
         """The inverse of :meth:`to_dict` (infos come back as the JSON-able dicts that were written)."""
-        return cls(task_id=data["task_id"], observations=list(data["observations"]), actions=list(data["actions"]),
-                   infos=list(data["infos"]), won=bool(data["won"]), truncated=bool(data["truncated"]),
-                   judgments=data.get("judgments"),
+        base = Trajectory.from_dict(data)
+        return cls(**{f: getattr(base, f) for f in Trajectory.__dataclass_fields__},
                    task=Task.from_dict(data["task"]) if data.get("task") else None, group=int(data.get("group", 0)),
                    seed=data.get("seed"), steps=[StepRecord.from_dict(s) for s in data.get("steps", [])],
                    reward=float(data.get("reward", 0.0)), judgment_texts=data.get("judgment_texts"),
