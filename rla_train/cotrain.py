@@ -106,7 +106,7 @@ def _state(parts, step: int, history: dict) -> dict[str, Any]:
     return {"step": step, "history": history,
             "policy_trainer": parts.policy_trainer.state_dicts(),
             "rm_trainer": parts.rm_trainer.state_dicts() if parts.rm_trainer is not None else None,
-            "engine_calls": parts.engine._calls, "eval_engine_calls": parts.eval_engine._calls,
+            "engine_turns": parts.engine.turns, "eval_engine_turns": parts.eval_engine.turns,
             "feeder": {"episodes_since_adapt": feeder.episodes_since_adapt,
                        "failures": {k: [t.to_dict() for t in v] for k, v in feeder.failures.items()}}}
 
@@ -136,7 +136,7 @@ def _restore(checkpoint: Path, parts) -> tuple[int, dict]:
     parts.policy_trainer.load_state_dicts(states["policy_trainer"])
     if parts.rm_trainer is not None and states["rm_trainer"] is not None:
         parts.rm_trainer.load_state_dicts(states["rm_trainer"])
-    parts.engine._calls, parts.eval_engine._calls = states["engine_calls"], states["eval_engine_calls"]
+    parts.engine.turns, parts.eval_engine.turns = states["engine_turns"], states["eval_engine_turns"]
     feeder = parts.feeder
     feeder.pool = TaskPool.load(checkpoint / "pool.json")
     feeder.episodes_since_adapt = states["feeder"]["episodes_since_adapt"]

@@ -96,7 +96,7 @@ class RolloutEngine(ClosesOnExit):
         self.seed = int(seed)
         self.progress = progress
         self.stats = RolloutStats()
-        self._calls = 0
+        self.turns = 0  # generate calls so far: turn t samples with a seed derived from (seed, t); saved on checkpoints
         self._slots = make_env_slots(env, num_envs, workers, **({"start_method": start_method} if workers else {}))
 
     # ----------------------------------------------------------------- tasks
@@ -160,8 +160,8 @@ class RolloutEngine(ClosesOnExit):
         prompts = [self.agent.prompt(episodes[live[slot]]) for slot in slots]
         sampling = self.sampling
         if sampling.seed is None:
-            sampling = dataclasses.replace(sampling, seed=(self.seed * 1_000_003 + self._calls) % 2**31)
-        self._calls += 1
+            sampling = dataclasses.replace(sampling, seed=(self.seed * 1_000_003 + self.turns) % 2**31)
+        self.turns += 1
         started = time.perf_counter()
         generations = self.backend.generate(prompts, n=1, sampling=sampling)
         self.stats.generate_seconds += time.perf_counter() - started
