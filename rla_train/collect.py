@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -56,26 +55,6 @@ def load_backend(name: str, model: str, *, base_url: str | None = None, **option
     return make_backend(name, model=model, **options)
 
 
-def _written(path: Path) -> int:
-    """How many complete episode lines ``path`` holds (a torn last line is dropped from the file)."""
-    if not path.exists():
-        return 0
-    lines = path.read_bytes().split(b"\n")
-    complete = [line for line in lines[:-1] if line.strip()]
-    if lines[-1].strip():  # a line cut by a crash: keep the file to its complete lines
-        with open(path, "wb") as handle:
-            handle.write(b"".join(line + b"\n" for line in complete))
-    return len(complete)
-
-
-def _append(path: Path, episodes) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        for episode in episodes:
-            handle.write(json.dumps(episode.to_dict(), ensure_ascii=False) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
 def collect(engine, reward_model, tasks, out: Path, *, group_size: int = 1, chunk_groups: int | None = None) -> dict:
     """Play ``group_size`` episodes of each task, judge them, append them to ``out/trajectories.jsonl``.
 
@@ -85,10 +64,11 @@ def collect(engine, reward_model, tasks, out: Path, *, group_size: int = 1, chun
     from tqdm.auto import tqdm
 
     from rla_envs.core.files import atomic_write_json
+    from rla_train.rollout.records import append_records, read_records
 
     out.mkdir(parents=True, exist_ok=True)
     path = out / "trajectories.jsonl"
-    written = _written(path)
+    written = len(read_records(path))
     done_groups = written // group_size
     if done_groups * group_size != written:
         raise SystemExit(f"{path} holds a partial group ({written} episodes, groups of {group_size}); "
@@ -107,7 +87,7 @@ def collect(engine, reward_model, tasks, out: Path, *, group_size: int = 1, chun
                 report = reward_model.judge([e.task for e in episodes], episodes)
                 totals["judgments"] += report.judgments
                 totals["unparseable_judgments"] += report.unparseable
-            _append(path, episodes)
+            append_records(path, (episode.to_dict() for episode in episodes))
             _tally(totals, episodes)
             bar.update(len(chunk))
     summary = {**totals, "success_rate": totals["won"] / max(1, totals["episodes"]),

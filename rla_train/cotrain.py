@@ -31,14 +31,11 @@ __all__ = ["train", "train_step", "evaluate"]
 
 
 def evaluate(engine, tasks, *, desc: str = "held-out") -> dict[str, float]:
-    """Greedy success rate on ``tasks`` (one episode each) with its 95% Wilson interval."""
-    from rla_train.metrics import wilson_interval
+    """Greedy success rate on ``tasks`` (one episode each) with its 95% Wilson interval and mean steps."""
+    from rla_train.metrics import success_summary
 
     episodes = engine.run(tasks, desc=desc)
-    won = sum(bool(e.won) for e in episodes)
-    low, high = wilson_interval(won, len(episodes))
-    return {"success_rate": won / len(episodes), "won": float(won), "episodes": float(len(episodes)),
-            "ci_low": low, "ci_high": high, "mean_steps": float(np.mean([e.num_steps for e in episodes]))}
+    return success_summary([e.won for e in episodes], [e.num_steps for e in episodes])
 
 
 def train_step(config: TrainConfig, parts) -> dict[str, float]:

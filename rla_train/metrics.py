@@ -120,4 +120,15 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     denominator = 1 + z * z / n
     centre = (rate + z * z / (2 * n)) / denominator
     half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # the bounds at 0 and n successes are exactly 0 and 1 (floating point lands a hair inside)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
+
+
+def success_summary(won: Sequence[bool], steps: Sequence[int]) -> dict[str, float]:
+    """Success rate with its 95% Wilson interval, counts and mean steps, for a list of episodes."""
+    wins, n = int(sum(bool(w) for w in won)), len(won)
+    low, high = wilson_interval(wins, n)
+    return {"success_rate": wins / n if n else 0.0, "won": float(wins), "episodes": float(n), "ci_low": low,
+            "ci_high": high, "mean_steps": float(np.mean(steps)) if n else 0.0}

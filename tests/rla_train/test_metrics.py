@@ -74,5 +74,9 @@ def test_wilson_interval():
     low, high = m.wilson_interval(0, 10)
     assert low == pytest.approx(0.0, abs=1e-12) and high == pytest.approx(0.27755, abs=1e-4)
     assert m.wilson_interval(0, 0) == (0.0, 1.0)
+    assert m.wilson_interval(10, 10)[1] == 1.0 and m.wilson_interval(0, 10)[0] == 0.0  # exact at the edges
+    summary = m.success_summary([True, False, True, True], [3, 50, 5, 4])
+    assert summary["success_rate"] == 0.75 and summary["won"] == 3 and summary["mean_steps"] == 15.5
+    assert summary["ci_low"] < 0.75 < summary["ci_high"]
     with pytest.raises(ValueError, match="successes <= n"):
         m.wilson_interval(11, 10)

@@ -1,0 +1,168 @@
+"""What ``--policy PATH`` names: a model directory, one checkpoint of a run, or a whole run (its latest checkpoint).
+
+::
+
+    source = resolve_policy("runs/cpu-tiny")          # run dir -> runs/cpu-tiny/checkpoints/step-000020/policy
+    source.name, source.model, source.action_mode, source.agent_options
+
+A run directory (``RUN/checkpoints/step-NNNNNN/{policy,reward_model}/`` beside ``RUN/config.yaml``, as
+:mod:`rla_train.cotrain` writes it) resolves to its latest checkpoint. A checkpoint directory resolves to its
+``policy/`` model. When the run's ``config.yaml`` is there, the policy is evaluated the way it was trained:
+its ``policy.action_mode`` (choice / index / text), ``history_window``, ``system_prompt`` and ``env.max_steps``
+(command-line options still win). ``expert`` and ``random`` name the reference agents
+(:mod:`benchmarks.evaluate.agents`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PolicySource", "REFERENCE_POLICIES", "resolve_policy", "resolve_reward_model", "safe_name"]
+
+REFERENCE_POLICIES = ("expert", "random")
+"""``--policy`` values that name a reference agent instead of a model."""
+
+ACTION_MODES = ("text", "index", "choice")
+
+
+def safe_name(text: str) -> str:
+    """``text`` as a file-name part: letters, digits, ``.``, ``_`` and ``-`` only."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "policy"
+
+
+@dataclass
+class PolicySource:
+    """A policy to evaluate, resolved from ``--policy``.
+
+    Attributes:
+        name: the row name in tables and the file-name part of its episodes files.
+        kind: ``"model"``, ``"expert"`` or ``"random"``.
+        model: the model directory (or hub id) for ``kind == "model"``.
+        checkpoint: the checkpoint directory it came from (None for a plain model directory).
+        action_mode: ``text`` / ``index`` / ``choice`` from the run's config (None: not recorded).
+        agent_options: agent options from the run's config.
+        env_options: env options from the run's config (``max_steps``).
+        verdict_mode: the run's ``reward_model.verdict_mode`` (None: not recorded).
+        reward_model: the checkpoint's ``reward_model/`` directory when it has one.
+    """
+
+    name: str
+    kind: str
+    model: str | None = None
+    checkpoint: Path | None = None
+    action_mode: str | None = None
+    agent_options: dict[str, Any] = field(default_factory=dict)
+    env_options: dict[str, Any] = field(default_factory=dict)
+    verdict_mode: str | None = None
+    reward_model: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able facts about the source (written beside the results)."""
+        return {"name": self.name, "kind": self.kind, "model": self.model,
+                "checkpoint": None if self.checkpoint is None else str(self.checkpoint),
+                "action_mode": self.action_mode, "agent_options": self.agent_options, "env_options": self.env_options}
+
+
+def _is_model_dir(path: Path) -> bool:
+    return (path / "config.json").is_file()
+
+
+def _run_settings(run_dir: Path) -> dict[str, Any]:
+    """Agent/action settings recorded in ``run_dir/config.yaml`` ({} when there is none)."""
+    from rla_train.config import CONFIG_FILENAME, TrainConfig
+
+    path = run_dir / CONFIG_FILENAME
+    if not path.is_file():
+        return {}
+    config = TrainConfig.load(path)
+    agent_options: dict[str, Any] = {"history_window": config.policy.history_window}
+    if config.policy.system_prompt is not None:
+        agent_options["system_prompt"] = config.policy.system_prompt
+    if config.policy.action_mode == "index":
+        agent_options["action_format"] = "index"
+    text_game = config.env.id in ("rla/AlfWorld-v0", "rla/TextWorld-v0")
+    env_options = {"max_steps": config.env.max_steps} if text_game else {}
+    return {"action_mode": config.policy.action_mode, "agent_options": agent_options, "env_options": env_options,
+            "verdict_mode": config.reward_model.verdict_mode, "env_id": config.env.id}
+
+
+def _latest(run_dir: Path) -> Path:
+    from rla_train.checkpoint import latest_checkpoint
+
+    checkpoint = latest_checkpoint(run_dir)
+    if checkpoint is None:
+        raise FileNotFoundError(f"{run_dir} looks like a run directory but holds no finished checkpoint under "
+                                f"{run_dir / 'checkpoints'}; pass a model directory or wait for the run to save one")
+    return Path(checkpoint)
+
+
+def _checkpoint_source(checkpoint: Path, name: str) -> PolicySource:
+    model = checkpoint / "policy"
+    if not _is_model_dir(model):
+        raise FileNotFoundError(f"checkpoint {checkpoint} has no policy model ({model}/config.json); "
+                                "pass a checkpoint written by rla_train.cotrain or a model directory")
+    settings = _run_settings(checkpoint.parent.parent)
+    rm = checkpoint / "reward_model"
+    return PolicySource(name=name, kind="model", model=str(model), checkpoint=checkpoint,
+                        action_mode=settings.get("action_mode"), agent_options=settings.get("agent_options", {}),
+                        env_options=settings.get("env_options", {}), verdict_mode=settings.get("verdict_mode"),
+                        reward_model=str(rm) if _is_model_dir(rm) else None)
+
+
+def resolve_policy(spec: str | os.PathLike) -> PolicySource:
+    """The :class:`PolicySource` for a ``--policy`` value (see the module docstring).
+
+    Raises:
+        FileNotFoundError: a path that is neither a model, a checkpoint nor a run directory (says which).
+    """
+    text = os.fspath(spec)
+    if text in REFERENCE_POLICIES:
+        return PolicySource(name=text, kind=text)
+    path = Path(text)
+    if not path.exists():
+        if os.sep not in text and "/" in text and not text.startswith("."):  # a hub id such as Qwen/Qwen2.5-1.5B
+            return PolicySource(name=safe_name(text), kind="model", model=text)
+        raise FileNotFoundError(f"--policy {text!r}: no such path; pass a model directory, a checkpoint directory "
+                                f"(RUN/checkpoints/step-NNNNNN), a run directory, or one of {REFERENCE_POLICIES}")
+    path = path.resolve()
+    if (path / "checkpoints").is_dir():                                   # a run directory
+        checkpoint = _latest(path)
+        return _checkpoint_source(checkpoint, safe_name(f"{path.name}-{checkpoint.name}"))
+    if (path / "policy").is_dir():                                        # one checkpoint
+        return _checkpoint_source(path, safe_name(f"{path.parent.parent.name}-{path.name}"))
+    if _is_model_dir(path):                                               # a model directory
+        if path.name in ("policy", "reward_model") and (path.parent / "meta.json").is_file():
+            source = _checkpoint_source(path.parent, safe_name(f"{path.parent.parent.parent.name}-{path.parent.name}"))
+            source.model = str(path)
+            return source
+        return PolicySource(name=safe_name(path.name), kind="model", model=str(path))
+    raise FileNotFoundError(f"--policy {text!r} is a path but neither a model directory (config.json), a checkpoint "
+                            "(policy/) nor a run directory (checkpoints/)")
+
+
+def resolve_reward_model(spec: str | os.PathLike) -> tuple[str, str | None]:
+    """``(model directory or hub id, recorded verdict mode or None)`` for a ``--reward-model`` value.
+
+    A run or checkpoint directory gives its ``reward_model/`` model, or its ``policy/`` model when the run
+    judged with the policy's own model (``same-as-policy``).
+    """
+    text = os.fspath(spec)
+    path = Path(text)
+    if not path.exists():
+        if "/" in text and not text.startswith("."):
+            return text, None
+        raise FileNotFoundError(f"--reward-model {text!r}: no such path; pass a model, checkpoint or run directory")
+    path = path.resolve()
+    if (path / "checkpoints").is_dir():
+        path = _latest(path)
+    if (path / "policy").is_dir():
+        settings = _run_settings(path.parent.parent)
+        model = path / "reward_model" if _is_model_dir(path / "reward_model") else path / "policy"
+        return str(model), settings.get("verdict_mode")
+    if _is_model_dir(path):
+        return str(path), None
+    raise FileNotFoundError(f"--reward-model {text!r} is neither a model, a checkpoint nor a run directory")

@@ -1,0 +1,126 @@
+"""Evaluate checkpoints and reference agents on fixed task lists, and write the comparison table.
+
+::
+
+    python -m benchmarks.evaluate --policy runs/a --policy runs/b --policy expert --policy random \\
+        --env rla/AlfWorld-v0 --split valid_seen --split valid_unseen --episodes 64 --out runs/eval
+
+``--policy`` takes a model directory, a checkpoint (``RUN/checkpoints/step-NNNNNN``), a run directory (its latest
+checkpoint) or ``expert`` / ``random``. OUT gets ``tasks-SPLIT.json`` (the task list), one
+``episodes-POLICY-SPLIT.jsonl`` per evaluation (appended per engine batch: rerunning the command resumes),
+``results.json`` and ``table.{md,json,png}``. The same seed gives the same tasks and, with greedy decoding, the
+same numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["build_parser", "main", "default_splits"]
+
+
+def default_splits(env_id: str) -> list[str]:
+    """The splits evaluated when ``--split`` is not given."""
+    return {"rla/AlfWorld-v0": ["valid_seen", "valid_unseen"], "rla/Code-v0": ["bundled"]}.get(env_id, ["default"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m benchmarks.evaluate``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.evaluate", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--policy", action="append", required=True, metavar="PATH",
+                        help="model dir, checkpoint dir, run dir (latest checkpoint), 'expert' or 'random'; repeatable")
+    parser.add_argument("--reward-model", default=None, metavar="PATH",
+                        help="judge every step m times and report RM process / outcome accuracy: a model, checkpoint "
+                             "or run dir, or 'own' (each checkpoint's own reward model)")
+    parser.add_argument("--env", default="rla/AlfWorld-v0", help="env id")
+    parser.add_argument("--split", action="append", default=None,
+                        help="split (ALFWorld: train / valid_seen / valid_unseen; Code: the task source, e.g. bundled "
+                             "or humaneval); repeatable; default: valid_seen + valid_unseen for ALFWorld")
+    parser.add_argument("--episodes", type=int, default=32, help="tasks per split, one greedy episode each")
+    parser.add_argument("--backend", default="transformers", choices=["transformers", "vllm", "openai"])
+    parser.add_argument("--base-url", default=None, help="server URL for --backend openai")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the task list, resets and sampling")
+    parser.add_argument("--out", type=Path, default=Path("runs/eval"), help="output directory")
+    parser.add_argument("--agent-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="agent option (repeatable), e.g. history_window=5 or prompt_style=compact")
+    parser.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="env option (repeatable), e.g. max_steps=30 or n_per_type=20")
+    parser.add_argument("--action-mode", choices=["text", "index", "choice"], default=None,
+                        help="how the policy acts (default: the run's policy.action_mode, else text)")
+    parser.add_argument("--num-envs", type=int, default=16, help="episodes in flight (the generate batch)")
+    parser.add_argument("--workers", type=int, default=0, help="env worker processes (0 = in this process)")
+    parser.add_argument("--max-new-tokens", type=int, default=64, help="policy tokens per turn")
+    parser.add_argument("--judge-mode", choices=["text", "choice"], default=None,
+                        help="how the reward model answers (default: the run's reward_model.verdict_mode, else text)")
+    parser.add_argument("--judgments", type=int, default=3, help="judgments per step (m)")
+    parser.add_argument("--judge-max-new-tokens", type=int, default=128, help="reward-model tokens per judgment")
+    parser.add_argument("--samples", type=int, default=0,
+                        help="code: sampled programs per task for pass@k (k = this; 0 = greedy pass@1 only)")
+    parser.add_argument("--temperature", type=float, default=1.0, help="temperature of those samples")
+    parser.add_argument("--tests-per-answer", type=int, default=4,
+                        help="code with --reward-model: unit tests asked for in each of the reward model's answers")
+    parser.add_argument("--test-samples", type=int, default=2, help="code with --reward-model: answers per task")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    import torch
+
+    from benchmarks.evaluate.agents import ReferenceAgent
+    from benchmarks.evaluate.checkpoints import resolve_policy
+    from benchmarks.evaluate.run import EvalSettings, evaluate_policy, task_list
+    from benchmarks.evaluate.table import comparison_table, format_markdown, write_table
+    from rla_envs.core.files import atomic_write_json
+    from rla_train.agents import family_of
+    from rla_train.collect import parse_options
+
+    if not torch.cuda.is_available():
+        torch.set_num_threads(1)  # on small CPUs more threads make small models slower
+    try:
+        settings = EvalSettings(env_id=args.env, episodes=args.episodes, seed=args.seed, backend=args.backend,
+                                base_url=args.base_url, action_mode=args.action_mode,
+                                agent_options=parse_options(args.agent_option, "--agent-option"),
+                                env_options=parse_options(args.env_option, "--env-option"), num_envs=args.num_envs,
+                                workers=args.workers, max_new_tokens=args.max_new_tokens,
+                                reward_model=args.reward_model, judge_mode=args.judge_mode, judgments=args.judgments,
+                                judge_max_new_tokens=args.judge_max_new_tokens,
+                                samples=args.samples, temperature=args.temperature,
+                                tests_per_answer=args.tests_per_answer, test_samples=args.test_samples,
+                                progress=not args.no_progress)
+        sources = [resolve_policy(p) for p in args.policy]
+        for source in sources:  # a reference agent that cannot play this env fails now, not mid-evaluation
+            if source.kind != "model":
+                ReferenceAgent(source.kind, family_of(args.env))
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    names = [s.name for s in sources]
+    if len(set(names)) != len(names):
+        print(f"error: two --policy values resolve to the same name {names}; rename one directory", file=sys.stderr)
+        return 2
+    splits = args.split or default_splits(args.env)
+    tasks = {}
+    for split in splits:
+        try:
+            tasks[split] = task_list(args.env, split, episodes=args.episodes, seed=args.seed, out=args.out,
+                                     env_options=settings.env_options)
+        except ValueError as error:  # another evaluation's task list in --out, or a split the env lacks
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+    results = [evaluate_policy(source, tasks[split], settings, split=split, out=args.out)
+               for source in sources for split in splits]  # each model loads once for all splits
+    atomic_write_json(args.out / "results.json", results)
+    table = comparison_table(results)
+    paths = write_table(table, args.out)
+    print(format_markdown(table))
+    print(json.dumps({"results": str(args.out / "results.json"), **{k: str(v) for k, v in paths.items()}}),
+          file=sys.stderr)
+    return 0
