@@ -29,9 +29,12 @@ from dataclasses import dataclass
 
 from rla_train.backends.base import Generation, Prompt, Sample, SamplingParams, check_prompts, is_chat
 
-__all__ = ["ChoiceBackend", "Choice", "admissible_from_prompt", "SCORING_METHODS"]
+__all__ = ["ChoiceBackend", "Choice", "admissible_from_prompt", "SCORING_METHODS", "SCORE_REDUCTIONS"]
 
 SCORING_METHODS = ("packed", "cache", "full")
+
+SCORE_REDUCTIONS = ("sum", "mean")
+"""How a candidate's token log-probabilities make its score: summed (the sequence log-likelihood) or averaged."""
 
 _LISTING = re.compile(r"\n\nAdmissible actions: (?P<flat>[^\n]*)\n"
                       r"|\n\nAdmissible actions:\n(?P<numbered>(?:\d+\. [^\n]*\n?)+)")
@@ -40,12 +43,17 @@ _LISTING = re.compile(r"\n\nAdmissible actions: (?P<flat>[^\n]*)\n"
 def admissible_from_prompt(prompt: Prompt) -> list[str]:
     """The admissible commands a :class:`TextGameAgent` listed in the prompt's last user turn ([] if none).
 
-    Reads both listings: ``"Admissible actions: a, b, c"`` (``action_format="text"``) and the numbered list
-    of ``action_format="index"``. A command containing ``", "`` cannot be told apart in the flat listing:
-    pass candidates to :meth:`ChoiceBackend.choose` explicitly for such games.
+    A user turn that carries the commands itself (an ``"admissible_actions"`` key beside ``content``, as
+    compact prompts with ``show_admissible="none"`` do: the model does not see them, chat templates
+    render ``role`` and ``content`` only) gives those. Otherwise reads both listings: ``"Admissible
+    actions: a, b, c"`` (``action_format="text"``) and the numbered list of ``action_format="index"``.
+    A command containing ``", "`` cannot be told apart in the flat listing: pass candidates to
+    :meth:`ChoiceBackend.choose` explicitly for such games.
     """
     if is_chat(prompt):
         users = [m for m in prompt if m.get("role") == "user"]
+        if users and users[-1].get("admissible_actions"):  # given beside the text (compact prompts)
+            return list(users[-1]["admissible_actions"])
         text = users[-1].get("content", "") if users else ""
         if not isinstance(text, str):  # content parts
             text = "".join(part.get("text", "") for part in text if isinstance(part, dict))
@@ -66,7 +74,7 @@ class Choice:
 
     Attributes:
         candidates: the commands scored.
-        scores: ``log p(command + end-of-turn | prompt)`` for each, at temperature 1.
+        scores: ``log p(command + end-of-turn | prompt)`` for each, at temperature 1 (per token with ``score="mean"``).
         probabilities: the choice distribution (``softmax(scores / T)``; one-hot for greedy).
         index: the chosen candidate.
     """
@@ -103,6 +111,10 @@ class ChoiceBackend:
             attention mask that lets each candidate see the prompt and itself only (as fast on CPU);
             ``"full"``: one prompt + candidate row per candidate, from scratch (the reference).
         fallback: the command for a prompt that lists no candidates (default ``"look"``).
+        score: ``"sum"`` (default: ``log p(command + end-of-turn | prompt)``) or ``"mean"`` (that divided by
+            the number of tokens). A barely trained model pays for every token of a long command
+            (``take creditcard 1 from diningtable 1`` is ~14 tokens, ``go to sofa 1`` 5), so with ``"sum"``
+            it almost never picks one even when it ranks its verb first; ``"mean"`` removes that bias.
 
     Attributes:
         last_choices: one :class:`Choice` per prompt of the latest :meth:`generate` call.
@@ -111,7 +123,7 @@ class ChoiceBackend:
     name = "choice"
 
     def __init__(self, backend, temperature: float | None = None, *, max_batch_tokens: int = 32_768,
-                 method: str = "cache", fallback: str = "look"):
+                 method: str = "cache", fallback: str = "look", score: str = "sum"):
         if not (hasattr(backend, "model") and hasattr(backend, "tokenizer") and hasattr(backend, "render")):
             raise TypeError("ChoiceBackend needs a TransformersBackend (model + tokenizer), "
                             f"got {type(backend).__name__}")
@@ -119,10 +131,12 @@ class ChoiceBackend:
             raise ValueError(f"temperature must be >= 0 (0 = greedy) or None (from sampling), got {temperature!r}")
         if method not in SCORING_METHODS:
             raise ValueError(f"method must be one of {SCORING_METHODS}, got {method!r}")
+        if score not in SCORE_REDUCTIONS:
+            raise ValueError(f"score must be one of {SCORE_REDUCTIONS}, got {score!r}")
         if type(max_batch_tokens) is not int or max_batch_tokens < 1:
             raise ValueError(f"max_batch_tokens must be an int >= 1, got {max_batch_tokens!r}")
         self.backend, self.temperature = backend, temperature
-        self.max_batch_tokens, self.method, self.fallback = max_batch_tokens, method, fallback
+        self.max_batch_tokens, self.method, self.fallback, self.score = max_batch_tokens, method, fallback, score
         vocab = backend.tokenizer.get_vocab()
         end = vocab.get("<|im_end|>", backend.tokenizer.eos_token_id)
         if end is None:
@@ -164,7 +178,8 @@ class ChoiceBackend:
         generator = torch.Generator().manual_seed(sampling.seed) if sampling.seed is not None else None
         generations, self.last_choices = [], []
         for (text, prompt_ids), commands, ids, logprobs in zip(encoded, candidates, tokens, token_logprobs):
-            scores = torch.tensor([sum(lp) for lp in logprobs], dtype=torch.float64)
+            scores = torch.tensor([sum(lp) / (len(lp) if self.score == "mean" else 1) for lp in logprobs],
+                                  dtype=torch.float64)
             if temperature == 0:
                 probabilities = torch.zeros_like(scores)
                 probabilities[int(torch.argmax(scores))] = 1.0

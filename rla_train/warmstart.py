@@ -10,7 +10,10 @@ use, so training and test prompts match::
     model = sft_warm_start(model_path, None, dataset, steps=400, lr=1e-3, batch_size=8, output_dir=tmp)
 
 :func:`sft_warm_start` is TRL's :class:`~trl.SFTTrainer` in prompt-completion form (loss on the
-completion tokens only: the command and its end-of-turn token) on CPU.
+completion tokens only: the command and its end-of-turn token) on CPU. :func:`choice_accuracy` is the
+cheap progress metric: how often a :class:`~rla_train.policies.ChoiceBackend` would pick the expert's
+command on demonstration states (teacher-forced; use held-out tasks' demonstrations).
+:func:`policy_demonstrations` is DAgger's data: the states a policy reaches, labelled with the expert's command.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["expert_demonstrations", "sft_warm_start"]
+__all__ = ["expert_demonstrations", "policy_demonstrations", "sft_warm_start", "choice_accuracy"]
 
 
 def _train_tasks(split: str, n_tasks: int, n_per_type: int | None, task_seed: int):
@@ -106,6 +109,79 @@ def _play_expert(env, agent, episode, index: int) -> tuple[list[dict[str, Any]],
     return rows, won
 
 
+def policy_demonstrations(backend, split: str = "train", n_tasks: int = 30, seed: int = 0, *, agent=None,
+                          tasks: Sequence[Any] | None = None, n_per_type: int | None = None, task_seed: int = 0,
+                          max_steps: int = 30, expert_mix: float = 0.0, progress: bool = True):
+    """DAgger data: the states a policy reaches, each labelled with the searching expert's command there.
+
+    The policy (a generation backend answering the agent's chats, e.g. a
+    :class:`~rla_train.policies.ChoiceBackend` at temperature 1) plays ``n_tasks`` episodes, all in
+    lockstep (one batched call per step); at every state the hand-coded expert, which re-plans from
+    whatever the agent did, says what it would do, and that becomes the completion. With ``expert_mix``
+    > 0 the expert's own command is played instead of the policy's with that probability (DAgger's beta).
+    Arguments and columns as in :func:`expert_demonstrations` (``won`` is the policy's outcome); states
+    where the expert has no command are skipped.
+    """
+    import random
+
+    import datasets
+
+    from rla_envs.alfworld.env import AlfWorldEnv
+    from rla_train.agents.text_games import TextGameAgent
+    from rla_train.backends.base import SamplingParams
+    from rla_train.rollout.episode import Episode
+
+    if type(n_tasks) is not int or n_tasks < 1:
+        raise ValueError(f"n_tasks must be an int >= 1, got {n_tasks!r}")
+    if not 0.0 <= expert_mix <= 1.0:
+        raise ValueError(f"expert_mix must be in [0, 1], got {expert_mix!r}")
+    agent = agent if agent is not None else TextGameAgent()
+    tasks = list(tasks) if tasks is not None else _train_tasks(split, n_tasks, n_per_type, task_seed)
+    rng = random.Random(seed)
+    envs, episodes, rows, done = [], [], [], []
+    try:
+        for k in range(n_tasks):
+            task = tasks[k % len(tasks)]
+            env = AlfWorldEnv(split, tasks=tasks, expert="handcoded", max_steps=max_steps)
+            observation, info = env.reset(seed=seed + k, options={"task": task})
+            envs.append(env)
+            episodes.append(Episode(task_id=task.id, task=task, seed=seed + k, observations=[observation],
+                                    infos=[dict(info)]))
+            done.append(False)
+        for step in range(max_steps):
+            live = [k for k in range(n_tasks) if not done[k]]
+            if not live:
+                break
+            chats = [agent.prompt(episodes[k]) for k in live]
+            answers = backend.generate(chats, sampling=SamplingParams(seed=rng.randrange(2**31)))
+            for k, chat, answer in zip(live, chats, answers):
+                info = episodes[k].infos[-1]
+                expert = info.get("expert_action")
+                if expert is not None:
+                    rows.append({"prompt": chat, "completion": [{"role": "assistant", "content": expert}],
+                                 "task_id": str(info["task_id"]), "task_type": str(info.get("task_type", "")),
+                                 "episode": k, "step": step})
+                command = expert if expert is not None and rng.random() < expert_mix else \
+                    agent.parse(answer.samples[0].text, info).action
+                observation, _, terminated, truncated, info = envs[k].step(command)
+                episodes[k].actions.append(command)
+                episodes[k].observations.append(observation)
+                episodes[k].infos.append(dict(info))
+                done[k] = terminated or truncated
+    finally:
+        for env in envs:
+            env.close()
+    won = {k: bool(e.infos[-1].get("won")) for k, e in enumerate(episodes)}
+    rows.sort(key=lambda row: (row["episode"], row["step"]))  # episode by episode, as expert_demonstrations
+    for row in rows:
+        row["won"] = won[row["episode"]]
+    if not rows:
+        raise RuntimeError("the expert labelled no state: no demonstrations")
+    dataset = datasets.Dataset.from_list(rows)
+    dataset.info.description = f"{sum(won.values())}/{n_tasks} policy episodes won on {split!r}"
+    return dataset
+
+
 def _time_limit(seconds: float):
     """A TrainerCallback that stops training once ``seconds`` have passed since training began."""
     from transformers import TrainerCallback
@@ -178,3 +254,33 @@ def sft_warm_start(model_path_or_model, tokenizer, dataset, *, steps: int = 300,
     trained = trainer.model
     trained.eval()
     return trained
+
+
+def choice_accuracy(backend, dataset, *, batch_size: int = 16) -> float:
+    """Top-1 agreement of a choice policy with the expert on demonstration states (teacher-forced).
+
+    Args:
+        backend: a :class:`~rla_train.policies.ChoiceBackend`; its greedy choice (the highest-scoring
+            admissible command, whatever its temperature) is compared with the demonstrated command.
+        dataset: rows with ``prompt`` (a chat listing the admissible commands, as the agent builds it) and
+            ``completion`` (``[{"role": "assistant", "content": command}]``), e.g. :func:`expert_demonstrations`
+            on a held-out split.
+        batch_size: prompts scored per call.
+
+    Returns:
+        the fraction of rows whose top-scoring candidate is the expert's command.
+    """
+    from rla_train.policies import admissible_from_prompt
+
+    if len(dataset) == 0:
+        raise ValueError("choice_accuracy needs at least one demonstration row")
+    hits = 0
+    for start in range(0, len(dataset), batch_size):
+        rows = dataset[start:start + batch_size]
+        prompts = rows["prompt"]
+        candidates = [admissible_from_prompt(prompt) for prompt in prompts]
+        backend.choose(prompts, candidates)
+        for choice, completion in zip(backend.last_choices, rows["completion"]):
+            best = max(range(len(choice.scores)), key=choice.scores.__getitem__)
+            hits += choice.candidates[best] == completion[0]["content"]
+    return hits / len(dataset)

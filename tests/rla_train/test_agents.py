@@ -119,3 +119,65 @@ def test_make_agent_by_env_id_or_family():
     assert family_of("rla/OSWorld-v0") == "desktop"
     with pytest.raises(ValueError, match="Did you mean 'rla/AlfWorld-v0'"):
         make_agent("rla/Alfworld-v0")
+
+
+OPENING = ("-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you "
+           "see a cabinet 2, a cabinet 1, a countertop 1, a drawer 10, a drawer 2, a microwave 1, and a sinkbasin 1."
+           "\n\nYour task is to: heat some apple and put it in sinkbasin.")
+STEPS = [  # (command, the env's answer), as ALFWorld words them
+    ("go to countertop 1", "You arrive at countertop 1. On the countertop 1, you see a apple 1, a bread 1, and a mug 2."),
+    ("go to cabinet 1", "You arrive at cabinet 1. The cabinet 1 is closed."),
+    ("open cabinet 1", "You open the cabinet 1. The cabinet 1 is open. In it, you see a apple 2."),
+    ("take apple 2 from cabinet 1", "You pick up the apple 2 from the cabinet 1."),
+    ("go to microwave 1", "You arrive at microwave 1. The microwave 1 is closed."),
+    ("heat apple 2 with microwave 1", "You heat the apple 2 using the microwave 1."),
+]
+
+
+def test_game_memory_reads_place_hands_visits_and_sightings_from_the_texts():
+    from rla_train.agents.text_games import GameMemory
+
+    memory = GameMemory.from_transcript([OPENING] + [o for _, o in STEPS], [a for a, _ in STEPS])
+    assert memory.goal == "heat some apple and put it in sinkbasin."
+    assert memory.visited == ["countertop 1", "cabinet 1", "microwave 1"]
+    assert (memory.location, memory.holding, memory.changed) == ("microwave 1", "apple 2", {"apple 2": "hot"})
+    assert memory.seen["apple 1"] == "countertop 1" and "apple 2" not in memory.seen  # taken: no longer there
+    # not visited, by kind then number (drawer 2 before drawer 10); only objects the goal names are recalled
+    assert memory.lines() == ["Goal: heat some apple and put it in sinkbasin.",
+                              "Not visited: go to cabinet 2, go to drawer 2, go to drawer 10, go to sinkbasin 1.",
+                              "Seen: apple 1 at countertop 1.", "At: microwave 1 (closed). Holding: apple 2 (hot)."]
+    memory.update("go to countertop 1", STEPS[0][1])
+    assert memory.lines()[-1] == "Here: apple 1."  # a goal object where the agent stands
+    memory.update("move apple 2 to sinkbasin 1", "You move the apple 2 to the sinkbasin 1.")
+    assert memory.holding is None and memory.placed == ["apple 2 in sinkbasin 1"]
+    memory.update("fly", "Nothing happens.")  # unknown texts change nothing
+    assert memory.location == "countertop 1"
+
+
+def test_compact_prompt_is_one_short_turn_with_memory_last_answer_and_commands():
+    admissible = ["go to cabinet 2", "go to sinkbasin 1", "move apple 2 to microwave 1", "look"]
+    observations = [OPENING] + [o for _, o in STEPS]
+    infos = [{"admissible_actions": admissible}] * len(observations)
+    episode = Episode(task_id="t", observations=observations, actions=[a for a, _ in STEPS], infos=infos)
+    chat = TextGameAgent(prompt_style="compact").prompt(episode)
+    assert [m["role"] for m in chat] == ["system", "user"]
+    text = chat[1]["content"]
+    assert text.startswith("Goal: heat some apple and put it in sinkbasin.\n\nAdmissible actions: go to cabinet 2")
+    assert text.endswith("Last: heat apple 2 with microwave 1 -> You heat the apple 2 using the microwave 1.\n"
+                         "At: microwave 1 (closed). Holding: apple 2 (hot).")  # the state nearest the answer
+    assert "Welcome" not in text and "bread" not in text  # no banner, no replay of old answers
+    from rla_train.policies import admissible_from_prompt
+    assert admissible_from_prompt(chat) == admissible  # every admissible command stays a candidate
+    # the prompt does not grow with the episode: it has the same shape at step 0 and at step 6
+    first = TextGameAgent(prompt_style="compact").prompt(Episode(task_id="t", observations=[OPENING], infos=infos[:1]))
+    assert [m["role"] for m in first] == ["system", "user"] and "Last:" not in first[1]["content"]
+    # other games' texts: the opening is shown as it is
+    other = TextGameAgent(prompt_style="compact").prompt(_episode([], ["You are in a kitchen."]))
+    assert other[1]["content"].startswith("Start: You are in a kitchen.\n\nAdmissible actions:")
+    assert other[1]["content"].endswith("\n\nAt: the middle of the room. Holding: nothing.")
+    # show_admissible="none": the commands are not printed but travel with the turn, for a choice policy
+    hidden = TextGameAgent(prompt_style="compact", show_admissible="none").prompt(episode)
+    assert "Admissible" not in hidden[1]["content"] and admissible_from_prompt(hidden) == admissible
+    assert "Not visited: go to cabinet 2, go to drawer 2," in hidden[1]["content"]
+    with pytest.raises(ValueError, match="prompt_style"):
+        TextGameAgent(prompt_style="short")

@@ -115,3 +115,15 @@ def test_plays_alfworld_in_the_rollout_engine_one_call_per_turn(tiny_backend, al
             assert not episode.infos[episode.steps.index(step) + 1].get("invalid_action")
             assert plain_forward_logprobs(tiny_backend, step.prompt_ids, step.completion_ids) == pytest.approx(
                 step.logprobs, abs=1e-4)
+
+
+def test_mean_score_divides_each_candidates_log_likelihood_by_its_token_count(tiny_backend):
+    prompts = [chat(COMMANDS)]
+    summed = ChoiceBackend(tiny_backend, temperature=0.0)
+    summed.generate(prompts)
+    mean = ChoiceBackend(tiny_backend, temperature=0.0, score="mean")
+    mean.generate(prompts)
+    lengths = [len(summed._command_ids(c)) for c in COMMANDS]
+    assert mean.last_choices[0].scores == pytest.approx([s / n for s, n in zip(summed.last_choices[0].scores, lengths)])
+    with pytest.raises(ValueError, match="score must be one of"):
+        ChoiceBackend(tiny_backend, score="max")

@@ -8,7 +8,7 @@ import pytest
 
 from rla_train.agents.text_games import TextGameAgent
 from rla_train.rollout.episode import Episode
-from rla_train.warmstart import expert_demonstrations, sft_warm_start
+from rla_train.warmstart import choice_accuracy, expert_demonstrations, sft_warm_start
 from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
 
@@ -80,3 +80,52 @@ def test_bad_inputs_are_refused(tmp_path, tiny_model_path):
     with pytest.raises(ValueError, match="'prompt' and 'completion'"):
         sft_warm_start(str(tiny_model_path), None, datasets.Dataset.from_list([{"text": "x"}]), steps=1,
                        output_dir=tmp_path)
+
+
+def test_choice_accuracy_is_the_share_of_states_where_the_greedy_choice_is_the_experts(demonstrations, tiny_backend):
+    from rla_train.backends.base import SamplingParams
+    from rla_train.policies import Choice, ChoiceBackend, admissible_from_prompt
+
+    _, dataset = demonstrations
+    rows = dataset.select(range(8))
+    experts = [row["completion"][0]["content"] for row in rows]
+
+    class Oracle:  # prefers the expert's command on even rows, another command on odd rows
+        def choose(self, prompts, candidates):
+            self.last_choices = []
+            for prompt, commands in zip(prompts, candidates):
+                row = self.seen
+                self.seen += 1
+                scores = [float((command == experts[row]) == (row % 2 == 0)) for command in commands]
+                self.last_choices.append(Choice(commands, scores, scores, 0))
+
+    oracle = Oracle()
+    oracle.seen = 0
+    assert choice_accuracy(oracle, rows, batch_size=3) == 0.5  # rows 0, 2, 4, 6 of 8
+    # a real choice policy (sampling at T=1 does not matter: the top score counts)
+    policy = ChoiceBackend(tiny_backend, temperature=1.0)
+    greedy = ChoiceBackend(tiny_backend, temperature=0.0).generate(rows["prompt"], sampling=SamplingParams(seed=0))
+    expected = sum(g.samples[0].text == e for g, e in zip(greedy, experts)) / len(rows)
+    assert choice_accuracy(policy, rows) == expected
+    assert all(admissible_from_prompt(p) for p in rows["prompt"])
+    with pytest.raises(ValueError, match="at least one"):
+        choice_accuracy(policy, rows.select([]))
+
+
+def test_policy_demonstrations_label_the_states_the_policy_reaches_with_the_experts_command(
+        demonstrations, alfworld_tasks, tiny_backend):
+    from rla_train.policies import ChoiceBackend, admissible_from_prompt
+    from rla_train.warmstart import policy_demonstrations
+
+    agent, experts = demonstrations
+    policy = ChoiceBackend(tiny_backend, temperature=1.0)
+    # the expert always playing (DAgger's beta = 1) reproduces the expert's own demonstrations
+    mixed = policy_demonstrations(policy, "train", n_tasks=2, seed=5, agent=agent, tasks=alfworld_tasks[:3],
+                                  max_steps=50, expert_mix=1.0, progress=False)
+    own = experts.filter(lambda row: row["episode"] < 2)
+    assert list(mixed["prompt"]) == list(own["prompt"]) and list(mixed["completion"]) == list(own["completion"])
+    # the policy playing: its states (a random tiny model wanders), the expert's labels, admissible each time
+    rows = policy_demonstrations(policy, "train", n_tasks=2, seed=5, agent=agent, tasks=alfworld_tasks[:3],
+                                 max_steps=6, progress=False)
+    assert len(rows) == 12 and list(rows["prompt"]) != list(own["prompt"])[:12]
+    assert all(row["completion"][0]["content"] in admissible_from_prompt(row["prompt"]) for row in rows)
