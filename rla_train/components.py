@@ -208,6 +208,8 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
         agent_options["system_prompt"] = config.policy.system_prompt
     if config.policy.action_mode == "index":
         agent_options["action_format"] = "index"
+    if config.family in ("alfworld", "textworld"):
+        agent_options.update(prompt_style=config.policy.prompt_style, show_admissible=config.policy.show_admissible)
     agent = make_agent(config.env.id, **agent_options)
     engine = RolloutEngine(_env_spec(config, config.env.train_options), agent, policy_backend,
                            num_envs=config.env.num_envs, workers=config.env.workers,

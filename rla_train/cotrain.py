@@ -153,7 +153,8 @@ def _warm_start(config: TrainConfig, parts, run_dir: Path) -> dict[str, float]:
     history: list = []
     sft_warm_start(parts.policy_model, parts.policy_tokenizer, demos, steps=config.train.warm_start_sft_steps,
                    lr=config.train.warm_start_learning_rate, output_dir=run_dir / "warm-start",
-                   seed=config.train.seed, log_history=history)
+                   time_limit_s=config.train.warm_start_time_limit_s, seed=config.train.seed, log_history=history,
+                   lr_scheduler_type="constant")
     losses = [h["loss"] for h in history if "loss" in h]
     return {"warm_start_examples": float(len(demos)), "warm_start_final_loss": float(losses[-1]) if losses else 0.0}
 

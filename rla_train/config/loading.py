@@ -129,6 +129,9 @@ class TrainConfig:
         if policy.action_mode != "text" and family not in TEXT_FAMILIES:
             raise ConfigError(f"policy.action_mode={policy.action_mode} needs a list of admissible actions, which "
                               f"{self.env.id} does not give; use policy.action_mode=text")
+        if policy.show_admissible == "none" and policy.action_mode != "choice" and family in TEXT_FAMILIES:
+            raise ConfigError(f"policy.show_admissible=none hides the commands from a policy that must write or number "
+                              f"one (action_mode={policy.action_mode}); use it with action_mode=choice")
         if policy.action_mode == "choice" and policy.backend != "transformers":
             raise ConfigError(f"policy.action_mode=choice scores candidates with the transformers backend, got "
                               f"policy.backend={policy.backend}; use policy.backend=transformers or action_mode=text")

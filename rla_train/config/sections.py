@@ -42,6 +42,12 @@ class PolicyConfig(_Section):
                           "samples one: for tiny models; needs backend=transformers)",
                           choices=("text", "index", "choice"))
     history_window: int | None = _f(10, "past steps shown in each prompt (null = the whole episode)", ge=0)
+    prompt_style: str = _f("compact", "text games: chat (one turn per step, history window) or compact (one turn: goal, "
+                           "a memory of what the agent saw, the last answer; ~230 tokens, for tiny models)",
+                           choices=("chat", "compact"))
+    show_admissible: str = _f("none", "text games: which turn lists the admissible commands (last, all, or none: the "
+                              "list then only travels with the prompt, for choice policies)",
+                              choices=("last", "all", "none"))
     system_prompt: str | None = _f(None, "replaces the agent's default system message (null = the default)")
     learning_rate: float = _f(1e-4, "AdamW learning rate of the policy (TRL learning_rate)", alias="lr", gt=0,
                               fix="the paper uses 1e-6 for 7B models")
@@ -172,7 +178,9 @@ class RunConfig(_Section):
     warm_start_sft_steps: int = _f(300, "supervised steps on the env expert's demonstrations before RL (0 = none)",
                                    ge=0)
     warm_start_demos: int = _f(120, "demonstrations played by the env's (searching) expert for the warm start", ge=0)
-    warm_start_learning_rate: float = _f(1e-3, "learning rate of the warm-start SFT", gt=0)
+    warm_start_learning_rate: float = _f(3e-3, "learning rate of the warm-start SFT (constant schedule)", gt=0)
+    warm_start_time_limit_s: float | None = _f(420.0, "stop the warm start after this many seconds even if steps "
+                                               "remain (null = no limit)", gt=0)
     eval_every: int = _f(10, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",
                          ge=0)
     eval_episodes: int = _f(32, "held-out episodes per evaluation", ge=1)

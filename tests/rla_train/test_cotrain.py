@@ -26,7 +26,8 @@ SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_
          "train.eval_every=0", "output.checkpoint_every=1", "output.keep_last=null", "pool.adapt_every=8",
          "pool.measure_rollouts=2", "reward_model.task_filter_low=0.0", "reward_model.task_filter_high=1.0",
          "policy.learning_rate=0.01", "reward_model.learning_rate=0.01", "policy.history_window=2",
-         "policy.temperature=50", "reward_model.temperature=20"]  # near-uniform choices at random init
+         "policy.temperature=50", "reward_model.temperature=20",  # near-uniform choices at random init
+         "policy.prompt_style=chat", "policy.show_admissible=last"]
 VOLATILE = ("time", "episodes_per_second", "step_seconds")
 
 
