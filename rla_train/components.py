@@ -30,7 +30,7 @@ class Components:
     rm_tokenizer: Any | None
     agent: Any
     engine: Any                       # training rollouts
-    eval_engine: Any                  # held-out evaluation (greedy)
+    eval_engine: Any                  # held-out evaluation (seeded: same tasks, same numbers)
     eval_tasks: list
     feeder: Any                       # rla_envs.curriculum.TaskFeeder over the pool
     policy_trainer: Any               # rla_train.policy_update.SampleTrainer
@@ -68,12 +68,13 @@ def load_model(spec: str, *, seed: int, dtype: str | None = None, tiny_options: 
     return model, tokenizer
 
 
-def policy_sampling(config: TrainConfig, *, greedy: bool = False):
-    """The policy's sampling parameters (greedy for evaluation)."""
+def policy_sampling(config: TrainConfig, *, evaluation: bool = False):
+    """The policy's sampling parameters for training rollouts, or for held-out evaluation (train.eval_temperature)."""
     from rla_train.backends.base import SamplingParams
 
-    return SamplingParams(max_new_tokens=config.policy.max_completion_length,
-                          temperature=0.0 if greedy else config.policy.temperature, top_p=config.policy.top_p)
+    temperature = config.train.eval_temperature if evaluation else config.policy.temperature
+    return SamplingParams(max_new_tokens=config.policy.max_completion_length, temperature=temperature,
+                          top_p=config.policy.top_p)
 
 
 def grpo_args(section, out_dir: Path, *, seed: int, temperature: float, bf16: bool = False):
@@ -103,7 +104,7 @@ def _env_spec(config: TrainConfig, extra: dict):
 
 
 def _backends(config: TrainConfig, model, tokenizer):
-    """(training backend, greedy evaluation backend) for the policy."""
+    """(training backend, evaluation backend) for the policy (both follow each call's sampling temperature)."""
     from rla_train.backends.hf import TransformersBackend
 
     base = TransformersBackend(model, tokenizer)
@@ -111,7 +112,7 @@ def _backends(config: TrainConfig, model, tokenizer):
         return base, base
     from rla_train.policies import ChoiceBackend
 
-    return ChoiceBackend(base), ChoiceBackend(base, temperature=0.0)
+    return ChoiceBackend(base), ChoiceBackend(base)
 
 
 def _reward_model(config: TrainConfig, policy_model, policy_tokenizer):
@@ -216,7 +217,7 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
                            sampling=policy_sampling(config), seed=seed, progress=progress)
     eval_engine = RolloutEngine(_env_spec(config, config.env.eval_options), agent, eval_backend,
                                 num_envs=config.env.num_envs, workers=config.env.workers,
-                                sampling=policy_sampling(config, greedy=True), seed=seed + 7919, progress=progress)
+                                sampling=policy_sampling(config, evaluation=True), seed=seed + 7919, progress=progress)
     eval_tasks = eval_engine.sample_tasks(config.train.eval_episodes, seed=seed)
     rewriter = _rewriter(config, policy_backend, rm_text)
     feeder = _feeder(config, engine.env.tasks(), engine, reward_model, rewriter)

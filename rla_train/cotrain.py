@@ -31,7 +31,7 @@ __all__ = ["train", "train_step", "evaluate"]
 
 
 def evaluate(engine, tasks, *, desc: str = "held-out") -> dict[str, float]:
-    """Greedy success rate on ``tasks`` (one episode each) with its 95% Wilson interval and mean steps."""
+    """Success rate on ``tasks`` (one seeded episode each) with its 95% Wilson interval and mean steps."""
     from rla_train.metrics import success_summary
 
     episodes = engine.run(tasks, desc=desc)
@@ -214,5 +214,5 @@ def format_summary(summary: dict[str, Any]) -> str:
             return f"{name:>6}: not measured"
         return (f"{name:>6}: {result['success_rate']:.1%} ({int(result['won'])}/{int(result['episodes'])}, "
                 f"95% CI {result['ci_low']:.1%}-{result['ci_high']:.1%}, mean steps {result['mean_steps']:.1f})")
-    return "\n".join(["held-out success (greedy):", line("before"), line("after"),
+    return "\n".join(["held-out success:", line("before"), line("after"),
                       json.dumps({k: v for k, v in summary.items() if k not in ("before", "after")})])

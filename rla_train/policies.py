@@ -251,11 +251,20 @@ class ChoiceBackend:
         return groups + ([current] if current else [])
 
     def _packed_logprobs(self, prompts: list[list[int]], candidates: list[list[list[int]]]) -> list[list[float]]:
-        """One forward pass, one row per prompt: the prompt, then all its candidates side by side.
+        """One forward pass, one row per prompt: the prompt, then all its candidates side by side."""
+        return [tokens.tolist() for row in self.packed_token_logprobs(prompts, candidates) for tokens in row]
 
-        Every candidate token sees the prompt and the earlier tokens of its own candidate (a block
-        mask), and is placed at the positions it would have right after the prompt, so each candidate
-        scores exactly as if it followed the prompt alone.
+    def packed_token_logprobs(self, prompts: Sequence[list[int]], candidates: Sequence[Sequence[list[int]]]):
+        """Per-token log-probabilities of every candidate, one packed forward pass, as differentiable tensors.
+
+        One row per prompt holds the prompt, then all its candidates side by side; every candidate token
+        sees the prompt and the earlier tokens of its own candidate (a block mask), and is placed at the
+        positions it would have right after the prompt, so each candidate scores exactly as if it followed
+        the prompt alone. Runs in the caller's grad mode and the model's current mode (train or eval): the
+        listwise warm start (:func:`rla_train.warmstart.choice_sft`) trains through it.
+
+        Returns:
+            for each prompt, one 1-D float tensor per candidate (``len(tokens)`` log-probabilities).
         """
         import torch
 
@@ -265,36 +274,40 @@ class ChoiceBackend:
         ids = torch.full((len(prompts), width), pad, dtype=torch.long)
         positions = torch.zeros((len(prompts), width), dtype=torch.long)
         segments = torch.full((len(prompts), width), -1, dtype=torch.long)  # -1 pad, 0 prompt, j + 1 candidate j
-        starts = []
+        where, targets, owners = [], [], []  # per candidate token: the predicting position, the token, its row
         for row, (prompt, cands) in enumerate(zip(prompts, candidates)):
             ids[row, :len(prompt)] = torch.tensor(prompt)
             positions[row, :len(prompt)] = torch.arange(len(prompt))
             segments[row, :len(prompt)] = 0
-            at, row_starts = len(prompt), []
+            at = len(prompt)
             for j, tokens in enumerate(cands):
                 ids[row, at:at + len(tokens)] = torch.tensor(tokens)
                 positions[row, at:at + len(tokens)] = torch.arange(len(prompt), len(prompt) + len(tokens))
                 segments[row, at:at + len(tokens)] = j + 1
-                row_starts.append(at)
+                # token 0 is predicted by the prompt's last position, token t > 0 by the one before it
+                where.extend([len(prompt) - 1] + list(range(at, at + len(tokens) - 1)))
+                targets.extend(tokens)
+                owners.extend([row] * len(tokens))
                 at += len(tokens)
-            starts.append(row_starts)
         query, key = segments.unsqueeze(2), segments.unsqueeze(1)
         causal = torch.ones(width, width, dtype=torch.bool).tril()
         allowed = causal & (key >= 0) & ((key == 0) | (key == query))
         allowed |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves (no all-masked rows)
         dtype = next(model.parameters()).dtype
         mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min).unsqueeze(1)
-        logits = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device),
-                       position_ids=positions.to(model.device), use_cache=False).logits
+        device = model.device
+        # the decoder's hidden states, then the output head on the scored positions only (not rows x width x vocab)
+        hidden = model.base_model(input_ids=ids.to(device), attention_mask=mask.to(device),
+                                  position_ids=positions.to(device), use_cache=False).last_hidden_state
         self.forward_passes += 1
-        result = []
-        for row, (prompt, cands) in enumerate(zip(prompts, candidates)):
-            for start, tokens in zip(starts[row], cands):
-                # token 0 is predicted by the prompt's last position, token t > 0 by the one before it
-                where = torch.tensor([len(prompt) - 1] + list(range(start, start + len(tokens) - 1)))
-                logprobs = torch.log_softmax(logits[row, where.to(logits.device)].float(), dim=-1)
-                targets = torch.tensor(tokens, device=logprobs.device).unsqueeze(1)
-                result.append(logprobs.gather(1, targets).squeeze(1).tolist())
+        picked = hidden[torch.tensor(owners, device=device), torch.tensor(where, device=device)]
+        logprobs = torch.log_softmax(model.get_output_embeddings()(picked).float(), dim=-1)
+        flat = logprobs.gather(1, torch.tensor(targets, device=device).unsqueeze(1)).squeeze(1)
+        sizes = [len(tokens) for cands in candidates for tokens in cands]
+        pieces, result, index = flat.split(sizes), [], 0
+        for cands in candidates:
+            result.append(list(pieces[index:index + len(cands)]))
+            index += len(cands)
         return result
 
     def _cached_logprobs(self, group: list[int], prompt_ids, candidate_ids) -> list[list[float]]:

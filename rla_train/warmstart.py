@@ -10,7 +10,9 @@ use, so training and test prompts match::
     model = sft_warm_start(model_path, None, dataset, steps=400, lr=1e-3, batch_size=8, output_dir=tmp)
 
 :func:`sft_warm_start` is TRL's :class:`~trl.SFTTrainer` in prompt-completion form (loss on the
-completion tokens only: the command and its end-of-turn token) on CPU. :func:`choice_accuracy` is the
+completion tokens only: the command and its end-of-turn token) on CPU. :func:`choice_sft` is the listwise
+alternative for a choice policy: the cross-entropy of the expert's command among all admissible commands,
+each scored as :class:`~rla_train.policies.ChoiceBackend` scores it when acting. :func:`choice_accuracy` is the
 cheap progress metric: how often a :class:`~rla_train.policies.ChoiceBackend` would pick the expert's
 command on demonstration states (teacher-forced; use held-out tasks' demonstrations).
 :func:`policy_demonstrations` is DAgger's data: the states a policy reaches, labelled with the expert's command.
@@ -23,7 +25,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["expert_demonstrations", "policy_demonstrations", "sft_warm_start", "choice_accuracy"]
+__all__ = ["expert_demonstrations", "policy_demonstrations", "sft_warm_start", "choice_sft", "choice_accuracy"]
 
 
 def _train_tasks(split: str, n_tasks: int, n_per_type: int | None, task_seed: int):
@@ -53,7 +55,8 @@ def expert_demonstrations(split: str = "train", n_tasks: int = 30, seed: int = 0
 
     Returns:
         a ``datasets.Dataset`` with ``prompt`` (the chat the agent builds before the step), ``completion``
-        (``[{"role": "assistant", "content": command}]``), ``task_id``, ``task_type``, ``episode``, ``step``
+        (``[{"role": "assistant", "content": command}]``), ``candidates`` (the admissible commands at that
+        state, among which :func:`choice_sft` ranks the expert's), ``task_id``, ``task_type``, ``episode``, ``step``
         and ``won``.
     """
     import datasets
@@ -96,7 +99,7 @@ def _play_expert(env, agent, episode, index: int) -> tuple[list[dict[str, Any]],
     while not done and info.get("expert_action") is not None:
         command = info["expert_action"]
         rows.append({"prompt": agent.prompt(episode), "completion": [{"role": "assistant", "content": command}],
-                     "task_id": str(info["task_id"]), "task_type": str(info.get("task_type", "")),
+                     "candidates": list(info.get("admissible_actions") or ()), "task_id": str(info["task_id"]), "task_type": str(info.get("task_type", "")),
                      "episode": index, "step": len(episode.actions)})
         observation, _, terminated, truncated, info = env.step(command)
         episode.actions.append(command)
@@ -159,6 +162,7 @@ def policy_demonstrations(backend, split: str = "train", n_tasks: int = 30, seed
                 expert = info.get("expert_action")
                 if expert is not None:
                     rows.append({"prompt": chat, "completion": [{"role": "assistant", "content": expert}],
+                                 "candidates": list(info.get("admissible_actions") or ()),
                                  "task_id": str(info["task_id"]), "task_type": str(info.get("task_type", "")),
                                  "episode": k, "step": step})
                 command = expert if expert is not None and rng.random() < expert_mix else \
@@ -237,7 +241,7 @@ def sft_warm_start(model_path_or_model, tokenizer, dataset, *, steps: int = 300,
         model = model_path_or_model
         if tokenizer is None:
             tokenizer = AutoTokenizer.from_pretrained(model.config._name_or_path)
-    dataset = dataset.select_columns(["prompt", "completion"])
+    dataset = dataset.select_columns(["prompt", "completion"])  # candidates and the rest: not TRL's business
     settings = dict(output_dir=os.fspath(output_dir), max_steps=steps, learning_rate=lr,
                     per_device_train_batch_size=batch_size, gradient_accumulation_steps=1, use_cpu=True,
                     report_to="none", bf16=False, fp16=False, save_strategy="no", logging_steps=max(1, steps // 20),
@@ -254,6 +258,131 @@ def sft_warm_start(model_path_or_model, tokenizer, dataset, *, steps: int = 300,
     trained = trainer.model
     trained.eval()
     return trained
+
+
+def choice_sft(model, tokenizer, dataset, *, steps: int = 300, lr: float = 3e-3, batch_size: int = 8,
+               time_limit_s: float | None = None, warmup_steps: int = 10, weight_decay: float = 0.0,
+               likelihood_weight: float = 0.0, score: str = "sum", max_batch_tokens: int = 16_384, seed: int = 0,
+               progress: bool = True, log_history: list | None = None):
+    """Listwise warm start: train a choice policy to rank the expert's command first among the admissible ones.
+
+    Each demonstration state's candidates are scored exactly as :class:`~rla_train.policies.ChoiceBackend`
+    scores them when acting (``log p(command + end-of-turn | prompt)``, summed or with ``score="mean"``
+    averaged over its tokens), and the loss is the cross-entropy of the expert's command under
+    ``softmax(scores)``: what decides the choice (``take`` vs ``go to``) gets all the gradient, rather than
+    the shared tokens token-level SFT spends most of its loss on. All candidates of a state go through one
+    packed forward pass with the prompt computed once
+    (:meth:`~rla_train.policies.ChoiceBackend.packed_token_logprobs`). AdamW, linear warm-up then
+    constant learning rate; data order and everything else fixed by ``seed``.
+
+    Args:
+        model: a causal LM, trained in place and returned (in eval mode).
+        tokenizer: its tokenizer (renders the prompts with its chat template).
+        dataset: rows with ``prompt``, ``completion`` (the expert's command) and, when present,
+            ``candidates`` (otherwise read from the prompt, see :func:`~rla_train.policies.admissible_from_prompt`),
+            e.g. :func:`expert_demonstrations`. States with fewer than two candidates, or whose expert
+            command is not among them, teach nothing and are skipped.
+        steps: optimizer steps (``batch_size`` states each).
+        lr: the learning rate after warm-up.
+        batch_size: states per step.
+        time_limit_s: stop early once training has run this long (None: run all ``steps``).
+        warmup_steps: linear warm-up steps.
+        weight_decay: AdamW's weight decay.
+        likelihood_weight: adds this times the expert command's mean per-token negative log-likelihood
+            (token-level SFT's loss on the same rows, free here) to the listwise loss; 0 = listwise only.
+        score: ``"sum"`` or ``"mean"``, as the :class:`~rla_train.policies.ChoiceBackend` that will act.
+        max_batch_tokens: bounds one packed forward pass (states x packed width); a step may take several.
+        seed: data order seed.
+        progress: show a progress bar.
+        log_history: a list extended with ``{"step", "loss", "choice_accuracy", "learning_rate"}`` entries,
+            one per step (``choice_accuracy``: the batch's top-1 agreement before the step).
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    from rla_train.backends.hf import TransformersBackend
+    from rla_train.policies import SCORE_REDUCTIONS, ChoiceBackend, admissible_from_prompt
+
+    if type(steps) is not int or steps < 1:
+        raise ValueError(f"steps must be an int >= 1, got {steps!r}")
+    if type(batch_size) is not int or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if score not in SCORE_REDUCTIONS:
+        raise ValueError(f"score must be one of {SCORE_REDUCTIONS}, got {score!r}")
+    missing = {"prompt", "completion"} - set(dataset.column_names)
+    if missing:
+        raise ValueError(f"dataset needs 'prompt' and 'completion' columns (see expert_demonstrations); "
+                         f"missing {sorted(missing)}")
+    scorer = ChoiceBackend(TransformersBackend(model, tokenizer), max_batch_tokens=max_batch_tokens, method="packed")
+    states = _choice_states(scorer, dataset, admissible_from_prompt)
+    if not states:
+        raise ValueError("no demonstration state has two or more candidates including the expert's command; "
+                         "listwise training needs them (does the dataset carry 'candidates'?)")
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: min(1.0, (k + 1) / max(1, warmup_steps)))
+    generator = torch.Generator().manual_seed(seed)
+    order: list[int] = []
+    model.train()
+    started = time.perf_counter()
+    bar = tqdm(range(steps), desc="listwise warm start", unit="step", disable=not progress, leave=False)
+    try:
+        for step in bar:
+            if time_limit_s is not None and time.perf_counter() - started >= time_limit_s:
+                break
+            while len(order) < batch_size:  # epochs in a seeded random order
+                order.extend(torch.randperm(len(states), generator=generator).tolist())
+            batch, order = [states[i] for i in order[:batch_size]], order[batch_size:]
+            loss, hits = _listwise_step(scorer, batch, optimizer, score, likelihood_weight)
+            schedule.step()
+            bar.set_postfix(loss=f"{loss:.3f}")
+            if log_history is not None:
+                log_history.append({"step": step + 1, "loss": loss, "choice_accuracy": hits / len(batch),
+                                    "learning_rate": schedule.get_last_lr()[0]})
+    finally:
+        bar.close()
+        model.eval()
+    return model
+
+
+def _choice_states(scorer, dataset, admissible_from_prompt) -> list[tuple[list[int], list[list[int]], int]]:
+    """(prompt ids, candidate ids, expert's index) per trainable row, tokenized as the scorer acts."""
+    columns = ["prompt", "completion"] + (["candidates"] if "candidates" in dataset.column_names else [])
+    states = []
+    for row in dataset.select_columns(columns):
+        commands = list(dict.fromkeys(row.get("candidates") or admissible_from_prompt(row["prompt"])))
+        expert = row["completion"][0]["content"]
+        if len(commands) < 2 or expert not in commands:
+            continue
+        _, prompt_ids = scorer.backend._encode(row["prompt"])
+        states.append((prompt_ids, [scorer._command_ids(c) for c in commands], commands.index(expert)))
+    return states
+
+
+def _listwise_step(scorer, batch, optimizer, score: str, likelihood_weight: float) -> tuple[float, int]:
+    """One AdamW step on the batch's listwise cross-entropy; returns (loss, states ranked right before it)."""
+    import torch
+
+    optimizer.zero_grad(set_to_none=True)
+    lengths = [len(p) + sum(map(len, cs)) for p, cs, _ in batch]
+    total, hits = 0.0, 0
+    for chunk in scorer._row_chunks(lengths):
+        rows = [batch[i] for i in chunk]
+        per_token = scorer.packed_token_logprobs([p for p, _, _ in rows], [cs for _, cs, _ in rows])
+        losses = []
+        for (_, _, expert), candidates in zip(rows, per_token):
+            sums = torch.stack([c.sum() for c in candidates])
+            scores = sums / torch.tensor([len(c) for c in candidates]) if score == "mean" else sums
+            loss = torch.nn.functional.cross_entropy(scores.unsqueeze(0), torch.tensor([expert]))
+            if likelihood_weight:
+                loss = loss - likelihood_weight * candidates[expert].mean()
+            losses.append(loss)
+            hits += int(torch.argmax(scores.detach())) == expert
+        chunk_loss = torch.stack(losses).sum() / len(batch)
+        chunk_loss.backward()
+        total += float(chunk_loss.detach())
+    optimizer.step()
+    return total, hits
 
 
 def choice_accuracy(backend, dataset, *, batch_size: int = 16) -> float:

@@ -184,6 +184,8 @@ class RunConfig(_Section):
     eval_every: int = _f(10, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",
                          ge=0)
     eval_episodes: int = _f(32, "held-out episodes per evaluation", ge=1)
+    eval_temperature: float = _f(1.0, "sampling temperature of held-out evaluations (0 = greedy); seeded, so the same "
+                                 "run gives the same numbers (tiny choice policies loop when greedy)", ge=0)
     logging_steps: int = _f(1, "log metrics every this many steps (TRL logging_steps)", ge=1)
     resume_from: str | None = _f(None, "a run directory to continue from (set by --resume DIR)")
 
