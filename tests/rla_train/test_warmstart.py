@@ -8,7 +8,7 @@ import pytest
 
 from rla_train.agents.text_games import TextGameAgent
 from rla_train.rollout.episode import Episode
-from rla_train.warmstart import choice_accuracy, expert_demonstrations, sft_warm_start
+from rla_train.warmstart import choice_accuracy, choice_sft, expert_demonstrations, sft_warm_start
 from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
 
@@ -34,6 +34,7 @@ def test_completions_are_the_experts_commands_and_prompts_what_the_agent_builds(
                 assert row["step"] == step and row["task_id"] == info["task_id"]
                 assert row["completion"] == [{"role": "assistant", "content": info["expert_action"]}]
                 assert info["expert_action"] in info["admissible_actions"]
+                assert row["candidates"] == list(info["admissible_actions"])
                 assert row["prompt"] == agent.prompt(episode)
                 observation, _, terminated, _, info = env.step(info["expert_action"])
                 episode.actions.append(row["completion"][0]["content"])
@@ -72,6 +73,40 @@ def test_short_sft_lowers_the_loss_and_raises_the_experts_likelihood(demonstrati
     assert mean_likelihood() > before + 1.0  # nats per command
 
 
+def test_a_few_listwise_steps_raise_the_experts_choice_probability(demonstrations, tiny_model_path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rla_train.backends.hf import TransformersBackend
+    from rla_train.policies import ChoiceBackend
+
+    _, dataset = demonstrations
+    rows = dataset.select(range(0, len(dataset), max(1, len(dataset) // 8)))
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_model_path))
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_path))
+    policy = ChoiceBackend(TransformersBackend(model, tokenizer), temperature=1.0)
+
+    def expert_logprob():  # mean log softmax(scores) of the expert's command among the row's candidates
+        policy.choose(rows["prompt"], rows["candidates"])
+        return sum(float(torch.log_softmax(torch.tensor(choice.scores), 0)[choice.candidates.index(done[0]["content"])])
+                   for choice, done in zip(policy.last_choices, rows["completion"])) / len(rows)
+
+    before = expert_logprob()  # ~ -29: a random model's choice favours short commands
+    weights = [p.detach().clone() for p in model.parameters()]
+    history = []
+    trained = choice_sft(model, tokenizer, rows, steps=8, lr=1e-2, batch_size=4, warmup_steps=1, progress=False,
+                         log_history=history)
+    assert trained is model and not model.training
+    assert [entry["step"] for entry in history] == list(range(1, 9))
+    assert all(math.isfinite(entry["loss"]) for entry in history)
+    assert any(not torch.equal(a, b) for a, b in zip(weights, model.parameters()))
+    assert expert_logprob() > before + 10.0  # nats (-28.8 -> -7.1 when written)
+    # deterministic: the same seed, the same trained weights
+    again = AutoModelForCausalLM.from_pretrained(str(tiny_model_path))
+    choice_sft(again, tokenizer, rows, steps=8, lr=1e-2, batch_size=4, warmup_steps=1, progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), again.parameters()))
+
+
 def test_bad_inputs_are_refused(tmp_path, tiny_model_path):
     import datasets
 
@@ -80,6 +115,16 @@ def test_bad_inputs_are_refused(tmp_path, tiny_model_path):
     with pytest.raises(ValueError, match="'prompt' and 'completion'"):
         sft_warm_start(str(tiny_model_path), None, datasets.Dataset.from_list([{"text": "x"}]), steps=1,
                        output_dir=tmp_path)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_model_path))
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_path))
+    lone = datasets.Dataset.from_list([{"prompt": [{"role": "user", "content": "hi"}], "candidates": ["look"],
+                                        "completion": [{"role": "assistant", "content": "look"}]}])
+    with pytest.raises(ValueError, match="two or more candidates"):
+        choice_sft(model, tokenizer, lone, steps=1, progress=False)
+    with pytest.raises(ValueError, match="score"):
+        choice_sft(model, tokenizer, lone, steps=1, score="max", progress=False)
 
 
 def test_choice_accuracy_is_the_share_of_states_where_the_greedy_choice_is_the_experts(demonstrations, tiny_backend):
