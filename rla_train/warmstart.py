@@ -224,6 +224,7 @@ def sft_warm_start(model_path_or_model, tokenizer, dataset, *, steps: int = 300,
         log_history: a list extended with the trainer's log entries (loss per logging step, ...).
         **config: further :class:`trl.SFTConfig` fields (e.g. ``lr_scheduler_type``, ``warmup_steps``).
     """
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
@@ -243,7 +244,8 @@ def sft_warm_start(model_path_or_model, tokenizer, dataset, *, steps: int = 300,
             tokenizer = AutoTokenizer.from_pretrained(model.config._name_or_path)
     dataset = dataset.select_columns(["prompt", "completion"])  # candidates and the rest: not TRL's business
     settings = dict(output_dir=os.fspath(output_dir), max_steps=steps, learning_rate=lr,
-                    per_device_train_batch_size=batch_size, gradient_accumulation_steps=1, use_cpu=True,
+                    per_device_train_batch_size=batch_size, gradient_accumulation_steps=1,
+                    use_cpu=not torch.cuda.is_available(),
                     report_to="none", bf16=False, fp16=False, save_strategy="no", logging_steps=max(1, steps // 20),
                     disable_tqdm=not progress, max_length=max_length, completion_only_loss=True, packing=False,
                     dataloader_num_workers=0, seed=seed, data_seed=seed, warmup_steps=min(20, steps // 10),

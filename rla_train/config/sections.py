@@ -173,15 +173,15 @@ class RunConfig(_Section):
     section: ClassVar[str] = "train"
     mode: str = _f("policy+reward+env", "what is trained: " + ", ".join(MODES) + " (RLAnything's ablation; "
                    "see rla_train.config.MODES)", choices=tuple(MODES))
-    steps: int = _f(20, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
+    steps: int = _f(10, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
     seed: int = _f(0, "seed of everything: rollouts, sampling, the pool, model initialisation")
-    warm_start_sft_steps: int = _f(300, "supervised steps on the env expert's demonstrations before RL (0 = none)",
+    warm_start_sft_steps: int = _f(1300, "supervised steps on the env expert's demonstrations before RL (0 = none)",
                                    ge=0)
     warm_start_demos: int = _f(120, "demonstrations played by the env's (searching) expert for the warm start", ge=0)
     warm_start_learning_rate: float = _f(3e-3, "learning rate of the warm-start SFT (constant schedule)", gt=0)
     warm_start_time_limit_s: float | None = _f(420.0, "stop the warm start after this many seconds even if steps "
                                                "remain (null = no limit)", gt=0)
-    eval_every: int = _f(10, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",
+    eval_every: int = _f(5, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",
                          ge=0)
     eval_episodes: int = _f(32, "held-out episodes per evaluation", ge=1)
     eval_temperature: float = _f(1.0, "sampling temperature of held-out evaluations (0 = greedy); seeded, so the same "
@@ -201,7 +201,7 @@ class OutputConfig(_Section):
 
     section: ClassVar[str] = "output"
     dir: str = _f("runs/cpu-tiny", "run directory: config.yaml, checkpoints, metrics.jsonl, pool.json")
-    checkpoint_every: int = _f(10, "save policy, reward model, optimizers and pool every this many steps "
+    checkpoint_every: int = _f(5, "save policy, reward model, optimizers and pool every this many steps "
                                    "(0 = at the end only)", ge=0)
     keep_last: int | None = _f(2, "checkpoints kept (TRL save_total_limit; null = all)", ge=1)
     tensorboard: bool = _f(False, "also write TensorBoard event files (needs tensorboard installed)")
