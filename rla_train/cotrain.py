@@ -181,6 +181,7 @@ def train(config: TrainConfig, *, progress: bool = True) -> dict[str, Any]:
         else:
             step, history = 0, {}
             if config.train.warm_start_sft_steps:
+                history["initial"] = evaluate(parts.eval_engine, parts.eval_tasks, desc="held-out initial")
                 history["warm_start"] = _warm_start(config, parts, run_dir)
             history["before"] = evaluate(parts.eval_engine, parts.eval_tasks, desc="held-out before")
             _save(run_dir, config, parts, 0, history)
@@ -207,12 +208,15 @@ def train(config: TrainConfig, *, progress: bool = True) -> dict[str, Any]:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    """Held-out success before and after, as the run prints it."""
-    def line(name):
-        result = summary.get(name)
-        if not result:
-            return f"{name:>6}: not measured"
-        return (f"{name:>6}: {result['success_rate']:.1%} ({int(result['won'])}/{int(result['episodes'])}, "
-                f"95% CI {result['ci_low']:.1%}-{result['ci_high']:.1%}, mean steps {result['mean_steps']:.1f})")
-    return "\n".join(["held-out success:", line("before"), line("after"),
-                      json.dumps({k: v for k, v in summary.items() if k not in ("before", "after")})])
+    """Held-out success at the start, after the warm start (before co-training) and at the end, as the run prints it."""
+    rows = [("initial", "initial model"), ("before", "before co-training" + (" (after the warm start)"
+                                                                             if "initial" in summary else "")),
+            ("after", "after co-training")]
+    lines = ["held-out success:"]
+    for key, label in rows:
+        result = summary.get(key)
+        if result:
+            lines.append(f"  {label:<42} {result['success_rate']:6.1%}  ({int(result['won'])}/{int(result['episodes'])}, "
+                         f"95% CI {result['ci_low']:.1%}-{result['ci_high']:.1%}, mean steps {result['mean_steps']:.1f})")
+    lines.append(json.dumps({k: v for k, v in summary.items() if k not in ("initial", "before", "after")}))
+    return "\n".join(lines)
