@@ -203,7 +203,7 @@ class OutputConfig(_Section):
     dir: str = _f("runs/cpu-tiny", "run directory: config.yaml, checkpoints, metrics.jsonl, pool.json")
     checkpoint_every: int = _f(5, "save policy, reward model, optimizers and pool every this many steps "
                                    "(0 = at the end only)", ge=0)
-    keep_last: int | None = _f(2, "checkpoints kept (TRL save_total_limit; null = all)", ge=1)
+    keep_last: int | None = _f(None, "checkpoints kept (TRL save_total_limit; null = all)", ge=1)
     tensorboard: bool = _f(False, "also write TensorBoard event files (needs tensorboard installed)")
 
     def check(self) -> None:
