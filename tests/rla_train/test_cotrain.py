@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from rla_train.config import MODES, load_config
+from tests.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA_CACHE for the session)
 
 SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_level: 2}", "env.train_options={}",
          "env.eval_options={}", "env.max_steps=8", "env.num_envs=8", "env.workers=0", "rollout.group_size=4",
@@ -29,16 +30,6 @@ SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_
          "policy.temperature=50", "reward_model.temperature=20",  # near-uniform choices at random init
          "policy.prompt_style=chat", "policy.show_admissible=last"]
 VOLATILE = ("time", "episodes_per_second", "step_seconds")
-
-
-@pytest.fixture(scope="module")
-def textworld_cache(tmp_path_factory):
-    """One RLA_CACHE for the module: the games and tiny models are built once."""
-    root = tmp_path_factory.mktemp("rla-cache")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("RLA_CACHE", str(root))
-    yield root
-    patch.undo()
 
 
 def weights(path):
@@ -56,7 +47,7 @@ def metrics(run_dir):
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_every_mode_trains_what_it_should(mode, textworld_cache, tmp_path):
+def test_every_mode_trains_what_it_should(mode, alfworld_cache, tmp_path):
     from rla_train.cotrain import train
 
     extra = ["reward_model.model=null"] if mode == "outcome_only" else []
@@ -82,11 +73,11 @@ def _run(args, cache, **popen):
                             stderr=subprocess.PIPE, text=True, **popen)
 
 
-def test_sigkill_mid_step_then_resume_matches_an_uninterrupted_run(textworld_cache, tmp_path):
+def test_sigkill_mid_step_then_resume_matches_an_uninterrupted_run(alfworld_cache, tmp_path):
     common = [arg for pair in (("--set", s) for s in [*SMALL, "train.steps=4"]) for arg in pair]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
-    assert _run([*common, "--set", f"output.dir={straight}"], textworld_cache).wait(timeout=600) == 0
-    process = _run([*common, "--set", f"output.dir={killed}"], textworld_cache)
+    assert _run([*common, "--set", f"output.dir={straight}"], alfworld_cache).wait(timeout=600) == 0
+    process = _run([*common, "--set", f"output.dir={killed}"], alfworld_cache)
     try:
         deadline = time.time() + 600
         while not (killed / "checkpoints" / "step-000002").exists():  # wait for step 2's checkpoint
@@ -97,7 +88,7 @@ def test_sigkill_mid_step_then_resume_matches_an_uninterrupted_run(textworld_cac
         process.send_signal(signal.SIGKILL)
         process.wait()
     assert not (killed / "checkpoints" / "step-000004").exists()
-    resumed = _run(["--resume", str(killed)], textworld_cache)
+    resumed = _run(["--resume", str(killed)], alfworld_cache)
     assert resumed.wait(timeout=600) == 0, resumed.stderr.read()
     strip = [{k: v for k, v in row.items() if k not in VOLATILE} for row in metrics(straight)]
     assert [{k: v for k, v in row.items() if k not in VOLATILE} for row in metrics(killed)] == strip
