@@ -22,7 +22,7 @@ from typing import Any, Protocol, Union, runtime_checkable
 from rla_envs.core.errors import RlaError
 
 __all__ = ["Chat", "Prompt", "SamplingParams", "Sample", "Generation", "GenerationBackend", "BackendError",
-           "is_chat", "check_prompts"]
+           "is_chat", "check_prompts", "render_plain"]
 
 Chat = list[Mapping[str, Any]]
 """A conversation: ``[{"role": "system" | "user" | "assistant", "content": str | list[content parts]}, ...]``."""
@@ -147,3 +147,21 @@ def check_prompts(prompts: Sequence[Prompt], n: int) -> list[Prompt]:
             raise TypeError(f"prompt {index} must be text or a non-empty chat (list of {{'role', 'content'}} "
                             f"dicts), got {type(prompt).__name__}: {str(prompt)[:80]!r}")
     return prompts
+
+
+def render_plain(prompt: Prompt) -> str:
+    """A prompt as plain text: text as is; a chat as ``role: content`` lines, then ``assistant: ``.
+
+    For backends with no chat template of their own (scripted answers, reports of a remote server).
+
+    A generation prompt ends with ``"assistant: "``, so the next turn's prompt extends prompt + completion.
+    """
+    if not is_chat(prompt):
+        return prompt
+    lines = []
+    for message in prompt:
+        content = message.get("content", "")
+        if not isinstance(content, str):  # content parts: keep the text parts
+            content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+        lines.append(f"{message['role']}: {content}")
+    return "\n".join(lines) + "\nassistant: "

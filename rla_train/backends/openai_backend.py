@@ -25,8 +25,7 @@ from typing import Any
 import httpx
 
 from rla_train.backends.base import (BackendError, Generation, Prompt, Sample, SamplingParams, check_prompts,
-                                     is_chat)
-from rla_train.backends.scripted import render_plain_chat
+                                     is_chat, render_plain)
 
 __all__ = ["OpenAICompatibleBackend"]
 
@@ -72,7 +71,7 @@ class OpenAICompatibleBackend:
 
     def render(self, prompt: Prompt) -> str:
         """A readable rendering for reports: chats as ``role: content`` lines (the server applies the template)."""
-        return render_plain_chat(prompt) if is_chat(prompt) else prompt
+        return render_plain(prompt)
 
     def generate(self, prompts: Sequence[Prompt], n: int = 1,
                  sampling: SamplingParams | None = None) -> list[Generation]:

@@ -13,23 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from rla_train.backends.base import Generation, Prompt, Sample, SamplingParams, check_prompts, is_chat
+from rla_train.backends.base import Generation, Prompt, Sample, SamplingParams, check_prompts, render_plain
 
-__all__ = ["ScriptedBackend", "render_plain_chat"]
-
-
-def render_plain_chat(chat) -> str:
-    """A chat as plain text (``role: content`` lines, then ``assistant: ``), for backends with no template.
-
-    A generation prompt ends with ``"assistant: "``, so the next turn's prompt extends prompt + completion.
-    """
-    lines = []
-    for message in chat:
-        content = message.get("content", "")
-        if not isinstance(content, str):  # content parts: keep the text parts
-            content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-        lines.append(f"{message['role']}: {content}")
-    return "\n".join(lines) + "\nassistant: "
+__all__ = ["ScriptedBackend"]
 
 
 class ScriptedBackend:
@@ -64,7 +50,7 @@ class ScriptedBackend:
 
     def render(self, prompt: Prompt) -> str:
         """Chats as ``role: content`` lines; text as is."""
-        return render_plain_chat(prompt) if is_chat(prompt) else prompt
+        return render_plain(prompt)
 
     def generate(self, prompts: Sequence[Prompt], n: int = 1,
                  sampling: SamplingParams | None = None) -> list[Generation]:

@@ -12,7 +12,7 @@ import pytest
 from rla_envs.core.errors import RlaError
 from rla_train.backends import BackendError, SamplingParams, make_backend
 from rla_train.backends.openai_backend import OpenAICompatibleBackend
-from rla_train.backends.scripted import render_plain_chat
+from rla_train.backends.base import render_plain
 
 
 class FakeServer:
@@ -112,7 +112,7 @@ def test_chat_request_fields_and_parsed_samples(server):
     assert [s.finish_reason for s in generation.samples] == ["stop", "length", "stop"]
     assert generation.samples[0].logprobs == pytest.approx([-0.1, -0.2, -0.3, -0.4])
     assert generation.samples[0].token_ids == [] and generation.prompt_ids == []  # not reported
-    assert generation.prompt == render_plain_chat(CHAT) and "user: look" in generation.prompt
+    assert generation.prompt == render_plain(CHAT) and "user: look" in generation.prompt
 
 
 def test_text_prompts_use_completions_and_token_ids_when_reported(server, monkeypatch):
