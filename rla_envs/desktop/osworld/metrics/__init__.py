@@ -1,0 +1,69 @@
+"""OSWorld metrics this env supports, by name: each scores a result against an expected value in [0, 1].
+
+A metric is called as OSWorld calls it: ``metric(result, expected, **options)`` when the task has an
+``expected`` getter, else ``metric(result, **options)``. Modules (imported on first use, so openpyxl and
+python-docx load only when needed):
+
+    text     compare_text_file, diff_text_file, file_contains, check_list, compare_csv
+    general  check_include_exclude, exact_match, match_in_list, is_in_list, literal_match,
+             check_direct_json_object
+    table    compare_table (see its docstring for the rule types it supports)
+    docx     compare_docx_files, compare_docx_tables
+    docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
+
+``infeasible`` is not a function here: the evaluator scores it from the last action.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["METRICS", "get_metric", "is_supported"]
+
+METRICS: dict[str, str] = {
+    "compare_text_file": "text",
+    "diff_text_file": "text",
+    "file_contains": "text",
+    "check_list": "text",
+    "compare_csv": "text",
+    "check_include_exclude": "general",
+    "exact_match": "general",
+    "match_in_list": "general",
+    "is_in_list": "general",
+    "literal_match": "general",
+    "check_direct_json_object": "general",
+    "compare_table": "table",
+    "compare_docx_files": "docx",
+    "compare_docx_tables": "docx",
+    "compare_line_spacing": "docx_format",
+    "compare_font_names": "docx_format",
+    "compare_subscript_contains": "docx_format",
+    "has_page_numbers_in_footers": "docx_format",
+    "is_first_line_centered": "docx_format",
+    "check_tabstops": "docx_format",
+    "evaluate_strike_through_last_paragraph": "docx_format",
+    "check_italic_font_size_14": "docx_format",
+    "contains_page_break": "docx_format",
+    "compare_docx_files_and_ignore_new_lines": "docx_format",
+    "compare_references": "docx_format",
+    "compare_unique_train_records": "docx_format",
+    "compare_docx_images": "docx_format",
+    "fuzzy_place_math": "docx_format",
+    "infeasible": "",
+}
+"""Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""
+
+
+def is_supported(name: Any) -> bool:
+    """Whether ``name`` is a metric this env can score."""
+    return isinstance(name, str) and name in METRICS
+
+
+def get_metric(name: str) -> Callable[..., float]:
+    """The metric function called ``name`` (KeyError for an unsupported one, ValueError for ``infeasible``)."""
+    module = METRICS[name]
+    if not module:
+        raise ValueError(f"{name!r} is scored by the evaluator from the last action, not by a function")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -1,0 +1,306 @@
+"""Which OSWorld tasks this env can play, decided before an episode: every reason one cannot be played.
+
+:func:`not_runnable_reasons` walks a task's setup steps, its evaluator's postconfig steps, getters, metrics and
+``compare_table`` rules, and the files they need from the :class:`FileCache`. An empty list means runnable.
+Reasons are short, stable sentences (the survey counts them), e.g.::
+
+    setup step 'chrome_open_tabs' is not supported
+    download: https://huggingface.co/.../Customers.xlsx is not in the cache /data/osworld-cache
+    launch: 'google-chrome' is not installed
+    metric 'compare_pptx_files' is not supported
+    getter 'active_tab_info' is not supported
+    compare_table rule 'chart' is not supported
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+from rla_envs.core.task import Task
+from rla_envs.desktop.osworld.cache import FileCache
+from rla_envs.desktop.osworld.getters import GETTERS
+from rla_envs.desktop.osworld.metrics import is_supported
+from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
+from rla_envs.desktop.osworld.metrics.table import CELL_STYLE_PROPS, CHART_PROPS, SUPPORTED_RULES
+from rla_envs.desktop.osworld.setup import STEP_TYPES
+from rla_envs.desktop.osworld.tasks import osworld_json
+
+__all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "default_has_app", "program_of",
+           "programs_of", "OPENERS"]
+
+HasApp = Callable[[str], bool]
+
+OPENERS: dict[str, tuple[str, frozenset[str]]] = {
+    "localc": ("LibreOffice Calc", frozenset({".xlsx", ".xls", ".xlsm", ".ods", ".csv", ".tsv", ".fods"})),
+    "lowriter": ("LibreOffice Writer", frozenset({".docx", ".doc", ".odt", ".rtf", ".fodt"})),
+    "loimpress": ("LibreOffice Impress", frozenset({".pptx", ".ppt", ".odp"})),
+    "mousepad": ("Mousepad", frozenset({".txt", ".py", ".md", ".json", ".log", ".sh", ".cfg", ".ini", ".yaml",
+                                       ".yml", ".xml", ".html", ".htm", ".css", ".js", ".c", ".h", ".cpp",
+                                       ".java", ".tex", ".toml", ".rst", ".srt", ".bib", ""})),
+}
+"""The program whose presence says an ``open`` step's file has its app (Debian's ``localc``/``lowriter``/
+``loimpress`` come with ``libreoffice-calc``/``-writer``/``-impress``), and the extensions it opens."""
+
+_SHELL_WORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
+                "function", "[", "[[", "test", "echo", "cd", "export", "source", ".", "set", "unset", "true",
+                "false", "printf", "read", "eval", "exec", "!", "{", "}", "(", ")", "exit", "return", "local",
+                "shift", "wait", "trap", "break", "continue", "history", "alias", "ulimit", "umask", "time"}
+_SUDO = re.compile(r"(^|[\s;&|(])sudo(\s|$)|\{CLIENT_PASSWORD\}")
+
+
+def default_has_app(name: str) -> bool:
+    """Whether the program ``name`` is on this machine's PATH (``shutil.which``)."""
+    return shutil.which(name) is not None
+
+
+def programs_of(command: Any) -> list[str]:
+    """The programs a command runs that can be checked: the first word of a list, or of each line of a shell
+    string (shell builtins and constructs, ``VAR=$(...)`` and quoting errors are skipped)."""
+    if isinstance(command, list):
+        if not command or not isinstance(command[0], str):
+            return []
+        command = command[0]
+    if not isinstance(command, str):
+        return []
+    found, pending = [], ""
+    for line in command.strip().splitlines():
+        pending = f"{pending}\n{line}" if pending else line
+        try:  # a quoted string may span lines: wait for its end
+            words = shlex.split(pending, comments=True)
+        except ValueError:
+            continue
+        pending = ""
+        program = _first_program(words)
+        if program is not None:
+            found.append(program)
+        if "<<" in words or any(word.startswith("<<") for word in words):
+            break  # a here-document follows: its lines are data, not commands
+    return found
+
+
+def program_of(command: Any) -> str | None:
+    """The first checkable program a command runs (see :func:`programs_of`), or None."""
+    programs = programs_of(command)
+    return programs[0] if programs else None
+
+
+def _first_program(words: list[str]) -> str | None:
+    for word in words:
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word, flags=re.S):
+            if "$(" in word or "`" in word:
+                return None  # VAR=$(command ...): a subshell, not a program to check
+            continue  # VAR=value prefix
+        if word in _SHELL_WORDS or not re.fullmatch(r"[\w./+-]+", word):
+            return None
+        return word
+    return None
+
+
+def _texts(command: Any) -> Iterable[str]:
+    if isinstance(command, str):
+        yield command
+    elif isinstance(command, list):
+        yield from (part for part in command if isinstance(part, str))
+
+
+def steps_reasons(steps: Any, *, phase: str, cache: FileCache, task_id: str | None,
+                  has_app: HasApp) -> list[str]:
+    """Reasons the setup (``phase="setup"``) or postconfig steps cannot run here."""
+    reasons: list[str] = []
+    if steps is None:
+        return reasons
+    if not isinstance(steps, list):
+        return [f"{phase}: the steps must be a list, got {type(steps).__name__}"]
+    for step in steps:
+        kind = step.get("type") if isinstance(step, Mapping) else None
+        if kind not in STEP_TYPES:
+            reasons.append(f"{phase} step '{kind}' is not supported")
+            continue
+        params = step.get("parameters") or {}
+        if not isinstance(params, Mapping):
+            reasons.append(f"{phase} step '{kind}': 'parameters' must be an object")
+            continue
+        if kind == "download":
+            for entry in params.get("files") or []:
+                url = entry.get("url") if isinstance(entry, Mapping) else None
+                dest = entry.get("path") if isinstance(entry, Mapping) else None
+                if not url or cache.resolve(url, task_id=task_id, dest=dest, kind="download") is None:
+                    reasons.append(cache.missing("download", url))
+        elif kind == "open":
+            reasons += _open_reasons(params.get("path"), has_app)
+        elif kind in ("launch", "execute", "command"):
+            command = params.get("command")
+            label = "launch" if kind == "launch" else "execute"
+            if any(_SUDO.search(text) for text in _texts(command)):
+                reasons.append(f"{label}: needs sudo (the password), which the session does not grant")
+                continue
+            reasons += _program_reasons(label, command, has_app)
+    return reasons
+
+
+def _open_reasons(path: Any, has_app: HasApp) -> list[str]:
+    """Why the session cannot open ``path`` with the app its extension calls for (``[]`` when it can)."""
+    if not isinstance(path, str) or not path:
+        return ["open: the step has no 'path'"]
+    suffix = PurePosixPath(path).suffix.lower()
+    for program, (app, suffixes) in OPENERS.items():
+        if suffix in suffixes:
+            return [] if has_app(program) else [f"open: '{suffix or path}' files need {app} ('{program}'), "
+                                                f"which is not installed"]
+    return [f"open: no app in the session opens '{suffix}' files"]
+
+
+def _program_reasons(label: str, command: Any, has_app: HasApp) -> list[str]:
+    """``["<label>: '<program>' is not installed"]`` when the command's program is missing, else ``[]``.
+
+    Only bare names and absolute paths are checked: a relative path (``./setup.sh``) is usually a file an
+    earlier step put there.
+    """
+    return [f"{label}: '{program}' is not installed" for program in dict.fromkeys(programs_of(command))
+            if ("/" not in program or program.startswith("/")) and not has_app(program)]
+
+
+def _as_list(value: Any, count: int) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value] * count
+
+
+def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app: HasApp) -> list[str]:
+    if not config:
+        return []
+    if not isinstance(config, Mapping):
+        return [f"evaluator: a getter must be an object, got {type(config).__name__}"]
+    kind = config.get("type")
+    if kind not in GETTERS:
+        return [f"getter '{kind}' is not supported"]
+    reasons = []
+    if kind == "rule_relativeTime":
+        reasons += _relative_time_reasons(config.get("rules"))
+    if kind in ("vm_command_line", "vm_command_error"):
+        reasons += _program_reasons(f"getter {kind}", config.get("command"), has_app)
+    if kind in ("vm_file", "cloud_file"):
+        multi = config.get("multi", False)
+        paths = config.get("path") if multi else [config.get("path")]
+        dests = config.get("dest") if multi else [config.get("dest")]
+        if not isinstance(paths, list) or not isinstance(dests, list) or len(paths) != len(dests) or not all(
+                isinstance(p, str) and p and isinstance(d, str) and d for p, d in zip(paths, dests)):
+            return [f"getter '{kind}': 'path' and 'dest' must be strings (or equal-length lists with 'multi')"]
+        if kind == "cloud_file":
+            reasons += [cache.missing("cloud_file", url) for url, dest in zip(paths, dests)
+                        if cache.resolve(url, task_id=task_id, dest=dest, kind="cloud_file") is None]
+    return reasons
+
+
+def _relative_time_reasons(rules: Any) -> list[str]:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from rla_envs.desktop.osworld.relative_time import is_supported_phrase
+
+    relative = rules.get("relativeTime") if isinstance(rules, Mapping) else None
+    if not isinstance(relative, Mapping) or "from" not in relative or not isinstance(rules.get("expected"), Mapping):
+        return ["getter 'rule_relativeTime': needs rules with 'relativeTime' {'from': ...} and 'expected'"]
+    reasons = [f"getter 'rule_relativeTime': relative time '{phrase}' is not supported"
+               for phrase in (relative.get("from"), relative.get("to", "tomorrow")) if not is_supported_phrase(phrase)]
+    try:
+        ZoneInfo(rules.get("timezone") or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        reasons.append(f"getter 'rule_relativeTime': unknown timezone '{rules.get('timezone')}'")
+    return reasons
+
+
+def _table_reasons(options: Any) -> list[str]:
+    rules = options.get("rules") if isinstance(options, Mapping) else None
+    if not isinstance(rules, list):
+        return ["compare_table: options must hold a list of 'rules'"]
+    reasons = []
+    for rule in rules:
+        kind = rule.get("type") if isinstance(rule, Mapping) else None
+        if kind not in SUPPORTED_RULES:
+            reasons.append(f"compare_table rule '{kind}' is not supported")
+            continue
+        if kind == "check_cell":
+            for prop, value_rule in (rule.get("props") or {}).items():
+                if prop != "value" and prop not in CELL_STYLE_PROPS:
+                    reasons.append(f"compare_table check_cell property '{prop}' is not supported")
+                if not rule_method_supported((value_rule or {}).get("method")):
+                    reasons.append(f"compare_table rule method '{(value_rule or {}).get('method')}' is not supported")
+        elif kind == "style":
+            reasons += [f"compare_table style property '{p}' is not supported"
+                        for p in rule.get("props", []) if p not in CELL_STYLE_PROPS]
+        elif kind == "chart":
+            reasons += [f"compare_table chart property '{p}' is not supported"
+                        for p in rule.get("chart_props", []) if p not in CHART_PROPS]
+        elif kind == "zoom" and not rule_method_supported(rule.get("method")):
+            reasons.append(f"compare_table rule method '{rule.get('method')}' is not supported")
+    return reasons
+
+
+def _docx_reasons(*getters: Any) -> list[str]:
+    for config in getters:
+        if isinstance(config, Mapping) and config.get("type") in ("vm_file", "cloud_file"):
+            dests = config.get("dest") if isinstance(config.get("dest"), list) else [config.get("dest")]
+            if any(isinstance(d, str) and PurePosixPath(d).suffix.lower() == ".odt" for d in dests):
+                return ["compare_docx_files: .odt files are not supported"]
+    return []
+
+
+def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, has_app: HasApp) -> list[str]:
+    """Reasons a task's evaluator (postconfig, getters, metrics, options) cannot run here."""
+    if not isinstance(evaluator, Mapping) or "func" not in evaluator:
+        return ["evaluator: it must be an object with a 'func'"]
+    reasons = steps_reasons(evaluator.get("postconfig"), phase="postconfig", cache=cache, task_id=task_id,
+                            has_app=has_app)
+    funcs = evaluator["func"]
+    if funcs == "infeasible":
+        return reasons
+    names = funcs if isinstance(funcs, list) else [funcs]
+    count = len(names)
+    results = _as_list(evaluator.get("result"), count) if evaluator.get("result") else [None] * count
+    expected = _as_list(evaluator.get("expected"), count) if evaluator.get("expected") else [None] * count
+    options = _as_list(evaluator.get("options") or {}, count)
+    if isinstance(funcs, list):
+        mismatched = [f"evaluator: 'func' lists {count} metrics but '{key}' has {len(values)} entries"
+                      for key, values in (("result", results), ("expected", expected), ("options", options))
+                      if len(values) != count]
+        if mismatched:
+            return reasons + mismatched
+    if evaluator.get("conj", "and") not in ("and", "or"):
+        reasons.append(f"evaluator: conj {evaluator.get('conj')!r} is not 'and' or 'or'")
+    for name, result, want, option in zip(names, results, expected, options):
+        if not is_supported(name) or name == "infeasible":
+            reasons.append(f"metric '{name}' is not supported")
+            continue
+        reasons += (_getter_reasons(result, cache, task_id, has_app)
+                    + _getter_reasons(want, cache, task_id, has_app))
+        if name == "compare_table":
+            reasons += _table_reasons(option)
+        elif name == "compare_docx_files":
+            reasons += _docx_reasons(result, want)
+    return reasons
+
+
+def not_runnable_reasons(task_json: Task | Mapping[str, Any], *, cache: FileCache | None = None,
+                         has_app: HasApp | None = None) -> list[str]:
+    """Every reason this env cannot play the OSWorld task (empty: runnable), without touching a session.
+
+    Args:
+        task_json: the task's JSON dict, or a Task from :func:`~rla_envs.desktop.osworld.tasks.load_task`.
+        cache: where downloads and reference files are looked up (default: none, only bundled files).
+        has_app: whether a program is installed in the session (default: on this machine's PATH); the docker
+            provider passes its image's inventory.
+    """
+    raw = osworld_json(task_json)
+    cache = cache or FileCache(None)
+    has_app = has_app or default_has_app
+    task_id = raw.get("id")
+    reasons = steps_reasons(raw.get("config", []), phase="setup", cache=cache, task_id=task_id, has_app=has_app)
+    reasons += evaluator_reasons(raw.get("evaluator"), cache=cache, task_id=task_id, has_app=has_app)
+    unique: list[str] = []
+    for reason in reasons:
+        if reason not in unique:
+            unique.append(reason)
+    return unique

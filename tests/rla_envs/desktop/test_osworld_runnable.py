@@ -1,0 +1,186 @@
+"""not_runnable_reasons on synthetic task dicts: each unsupported kind gets its exact reason, before any episode."""
+
+import pytest
+
+from rla_envs.desktop.osworld.cache import HF_FILE_CACHE_PREFIX, FileCache
+from rla_envs.desktop.osworld.runnable import not_runnable_reasons, program_of, programs_of
+from rla_envs.desktop.osworld.tasks import load_task
+
+TASK_ID = "11111111-2222-3333-4444-555555555555"
+GOLD_URL = f"{HF_FILE_CACHE_PREFIX}libreoffice_calc/{TASK_ID}/gold.xlsx"
+DOC_URL = f"{HF_FILE_CACHE_PREFIX}libreoffice_calc/{TASK_ID}/start.xlsx"
+
+
+def everything_installed(_name):
+    return True
+
+
+def _task(config=None, **evaluator):
+    evaluator.setdefault("func", "exact_match")
+    evaluator.setdefault("result", {"type": "vm_command_line", "command": "cat /home/user/x.txt", "shell": True})
+    evaluator.setdefault("expected", {"type": "rule", "rules": {"expected": "ok\n"}})
+    return {"id": TASK_ID, "instruction": "Do the thing.", "config": config or [], "evaluator": evaluator}
+
+
+def _reasons(task, cache=None, has_app=everything_installed):
+    return not_runnable_reasons(task, cache=cache, has_app=has_app)
+
+
+def test_a_plain_supported_task_is_runnable():
+    assert _reasons(_task([{"type": "sleep", "parameters": {"seconds": 1}}])) == []
+    assert _reasons(load_task(_task())) == []   # a Task works as well as the dict
+
+
+@pytest.mark.parametrize("step", ["chrome_open_tabs", "googledrive", "login", "update_browse_history"])
+def test_unsupported_setup_steps(step):
+    assert _reasons(_task([{"type": step, "parameters": {}}])) == [f"setup step '{step}' is not supported"]
+
+
+def test_unsupported_postconfig_step():
+    task = _task(postconfig=[{"type": "chrome_close_tabs", "parameters": {}}])
+    assert _reasons(task) == ["postconfig step 'chrome_close_tabs' is not supported"]
+
+
+def test_download_missing_from_the_cache_then_present(tmp_path):
+    task = _task([{"type": "download", "parameters": {"files": [{"url": DOC_URL, "path": "/home/user/s.xlsx"}]}}])
+    assert _reasons(task, FileCache(tmp_path)) == [f"download: {DOC_URL} is not in the cache {tmp_path}"]
+    assert _reasons(task) == [f"download: {DOC_URL} is not in the cache (no cache directory)"]
+    stored = tmp_path / "libreoffice_calc" / TASK_ID / "start.xlsx"
+    stored.parent.mkdir(parents=True)
+    stored.write_bytes(b"PK")
+    assert _reasons(task, FileCache(tmp_path)) == []
+
+
+def test_cloud_file_missing_from_the_cache(tmp_path):
+    task = _task(func="compare_table", result={"type": "vm_file", "path": "/home/user/s.xlsx", "dest": "s.xlsx"},
+                 expected={"type": "cloud_file", "path": GOLD_URL, "dest": "gold.xlsx"},
+                 options={"rules": [{"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}]})
+    assert _reasons(task, FileCache(tmp_path)) == [f"cloud_file: {GOLD_URL} is not in the cache {tmp_path}"]
+    (tmp_path / TASK_ID).mkdir()
+    (tmp_path / TASK_ID / "gold.xlsx").write_bytes(b"PK")          # OSWorld's own <task-id>/<dest> layout
+    assert _reasons(task, FileCache(tmp_path)) == []
+
+
+def test_apps_that_are_not_installed():
+    installed = {"python", "bash", "libreoffice"}.__contains__
+    task = _task([{"type": "launch", "parameters": {"command": ["google-chrome", "--remote-debugging-port=1337"]}},
+                  {"type": "launch", "parameters": {"command": "socat tcp-listen:9222,fork tcp:localhost:1337",
+                                                    "shell": True}},
+                  {"type": "launch", "parameters": {"command": ["libreoffice", "--calc"]}},
+                  {"type": "execute", "parameters": {"command": ["python", "-c", "import pyautogui"]}},
+                  {"type": "command", "parameters": {"command": "code --install-extension x", "shell": True}},
+                  {"type": "execute", "parameters": {"command": ["./setup.sh"]}}],   # a downloaded script
+                 result={"type": "vm_command_line", "command": "gsettings get org.gnome.x y", "shell": True})
+    assert _reasons(task, has_app=installed) == ["launch: 'google-chrome' is not installed",
+                                                 "launch: 'socat' is not installed",
+                                                 "execute: 'code' is not installed",
+                                                 "getter vm_command_line: 'gsettings' is not installed"]
+
+
+def test_open_needs_the_app_for_the_file_type():
+    installed = {"localc", "lowriter", "mousepad", "cat"}.__contains__
+
+    def opening(path):
+        return _reasons(_task([{"type": "open", "parameters": {"path": path}}]), has_app=installed)
+
+    assert opening("/home/user/Desktop/budget.xlsx") == []
+    assert opening("/home/user/essay.DOCX") == []
+    assert opening("/home/user/notes.txt") == []
+    assert opening("/home/user/talk.pptx") == [
+        "open: '.pptx' files need LibreOffice Impress ('loimpress'), which is not installed"]
+    assert opening("/home/user/photo.png") == ["open: no app in the session opens '.png' files"]
+    assert _reasons(_task([{"type": "open", "parameters": {"path": "/home/user/talk.pptx"}}])) == []
+
+
+def test_every_line_of_a_shell_script_is_checked():
+    script = "export DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/1000/bus'\ngnome-terminal --maximize\nls -l"
+    task = _task([{"type": "execute", "parameters": {"command": script, "shell": True}}])
+    assert _reasons(task, has_app={"ls", "cat"}.__contains__) == ["execute: 'gnome-terminal' is not installed"]
+    assert programs_of("if [ -f x ]; then\n  rm x\nfi") == ["rm"]
+
+
+def test_sudo_is_not_available():
+    task = _task([{"type": "execute", "parameters": {"command": "echo {CLIENT_PASSWORD} | sudo -S apt install x",
+                                                     "shell": True}}])
+    assert _reasons(task) == ["execute: needs sudo (the password), which the session does not grant"]
+
+
+def test_unsupported_metrics_and_getters():
+    assert _reasons(_task(func="compare_pptx_files")) == ["metric 'compare_pptx_files' is not supported"]
+    assert _reasons(_task(result={"type": "active_tab_info"})) == ["getter 'active_tab_info' is not supported"]
+    assert _reasons(_task(expected={"type": "googledrive_file"})) == ["getter 'googledrive_file' is not supported"]
+
+
+def test_relative_time_rules():
+    def relative(**rules):
+        rules.setdefault("expected", {"time": "{Year}-{Month0D}-{Day0D}"})
+        return _task(func="check_direct_json_object", expected={"type": "rule_relativeTime", "rules": rules})
+
+    assert _reasons(relative(relativeTime={"from": "next week Saturday", "to": "next week Sunday"},
+                             timezone="America/New_York")) == []
+    assert _reasons(relative(relativeTime={"from": "the day after Easter"})) == [
+        "getter 'rule_relativeTime': relative time 'the day after Easter' is not supported"]
+    assert _reasons(relative(relativeTime={"from": "tomorrow"}, timezone="Mars/Olympus")) == [
+        "getter 'rule_relativeTime': unknown timezone 'Mars/Olympus'"]
+    assert _reasons(relative(relativeTime="tomorrow")) == [
+        "getter 'rule_relativeTime': needs rules with 'relativeTime' {'from': ...} and 'expected'"]
+
+
+@pytest.mark.parametrize("rule", ["pivot_table", "sparkline", "filter"])
+def test_unsupported_compare_table_rules(rule):
+    task = _task(func="compare_table", result={"type": "vm_file", "path": "/home/user/s.xlsx", "dest": "s.xlsx"},
+                 expected=None, options={"rules": [{"type": "sheet_name"}, {"type": rule}]})
+    assert _reasons(task) == [f"compare_table rule '{rule}' is not supported"]
+
+
+def test_compare_table_chart_properties():
+    options = {"rules": [{"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": ["type", "shadow"]}]}
+    task = _task(func="compare_table", result={"type": "vm_file", "path": "/home/user/s.xlsx", "dest": "s.xlsx"},
+                 expected=None, options=options)
+    assert _reasons(task) == ["compare_table chart property 'shadow' is not supported"]
+
+
+def test_compare_table_cell_properties_and_methods():
+    options = {"rules": [{"type": "check_cell", "sheet_idx": 0, "coordinate": "A1",
+                          "props": {"shadow": {"method": "eq", "ref": 1}, "value": {"method": "soundex", "ref": 1}}}]}
+    task = _task(func="compare_table", result={"type": "vm_file", "path": "/home/user/s.xlsx", "dest": "s.xlsx"},
+                 expected=None, options=options)
+    assert _reasons(task) == ["compare_table check_cell property 'shadow' is not supported",
+                              "compare_table rule method 'soundex' is not supported"]
+
+
+def test_list_evaluators_check_every_entry_and_their_lengths():
+    task = _task(func=["exact_match", "compare_pdfs"], conj="or",
+                 result=[{"type": "vm_command_line", "command": "ls"}, {"type": "vm_file", "path": "/a", "dest": "a"}],
+                 expected=[{"type": "rule", "rules": {"expected": "x"}}, {"type": "pdf_from_url"}])
+    assert _reasons(task) == ["metric 'compare_pdfs' is not supported"]
+    short = _task(func=["exact_match", "exact_match"], result=[{"type": "vm_command_line", "command": "ls"}],
+                  expected=[{"type": "rule", "rules": {"expected": "x"}}] * 2)
+    assert _reasons(short) == ["evaluator: 'func' lists 2 metrics but 'result' has 1 entries"]
+    assert _reasons(_task(conj="xor", func=["exact_match"], result=[{"type": "rule", "rules": "x"}],
+                          expected=[{"type": "rule", "rules": {"expected": "x"}}])) == [
+        "evaluator: conj 'xor' is not 'and' or 'or'"]
+
+
+def test_odt_documents_are_not_supported():
+    task = _task(func="compare_docx_files", result={"type": "vm_file", "path": "/home/user/a.odt", "dest": "a.odt"},
+                 expected={"type": "vm_file", "path": "/home/user/b.odt", "dest": "b.odt"})
+    assert _reasons(task) == ["compare_docx_files: .odt files are not supported"]
+
+
+def test_infeasible_needs_no_getters():
+    assert _reasons({"id": "x", "instruction": "y", "evaluator": {"func": "infeasible"}}) == []
+
+
+def test_reasons_are_listed_once():
+    step = {"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://a.org"]}}
+    assert _reasons(_task([step, step])) == ["setup step 'chrome_open_tabs' is not supported"]
+
+
+@pytest.mark.parametrize("command, program", [
+    (["google-chrome", "--x"], "google-chrome"), ("socat a b", "socat"), (["tinyproxy -c /tmp/c -d"], "tinyproxy"),
+    ("FOO=1 bar -x", "bar"), ("X=$(timeout 10 gsettings get a b)", None), ("[ -f x ] && echo y", None),
+    ("", None), ([], None), (None, None), ("pulseaudio --start\npactl list", "pulseaudio"),
+])
+def test_program_of(command, program):
+    assert program_of(command) == program
