@@ -1,0 +1,351 @@
+"""DockerProvider: a desktop session in a container, started through any Docker-API socket.
+
+The image is built by ``containers/desktop/build.sh`` (Debian bookworm, the desktop apps, the runtime made
+by ``scripts/install-desktop.sh`` and the controller package); on machines without a Docker daemon
+``scripts/start-docker-api.sh`` starts podman's socket (``export DOCKER_HOST=$(scripts/start-docker-api.sh)``).
+
+One container per session. Its controller listens on the container's own network; the port is published on
+the host's ``127.0.0.1`` only (a random free port), so nothing off the host reaches it, and every request must
+carry a token drawn afresh for each container (passed in its environment, never on a command line).
+:meth:`DockerProvider.reset` asks the controller to close the apps and restore ``/home/user`` (no container
+restart); :meth:`DockerProvider.close` removes the container. Every container carries the label
+``rla.desktop`` (the provider's id) and ``rla.desktop.pid`` / ``rla.desktop.host`` (who started it), so
+:func:`remove_leftovers` can find those whose owner died.
+
+Example::
+
+    from rla_envs.desktop.providers import make_provider
+
+    with make_provider("docker") as provider:
+        client = provider.start()
+        client.run_pyautogui("pyautogui.hotkey('ctrl', 'alt', 't')")
+        provider.reset()
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import socket
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rla_envs.core.errors import MissingDependency, RlaError
+from rla_envs.desktop.client import ControllerClient, ControllerError
+from rla_envs.desktop.providers.base import DesktopProvider
+
+__all__ = ["DockerProvider", "DesktopContainerError", "DEFAULT_IMAGE", "LABEL", "source_hash", "remove_leftovers"]
+
+DEFAULT_IMAGE = "rla-desktop:latest"
+PROTOCOL = "1"
+"""Version of what the provider expects of the image; the image carries it as label ``rla.desktop.protocol``."""
+LABEL = "rla.desktop"
+"""Label on every container this provider starts (value: the provider's id)."""
+CONTROLLER_PORT = 5000
+BUILD_HINT = "build it with containers/desktop/build.sh"
+CONTROLLER_DIR = "rla_envs/desktop/controller"
+
+
+class DesktopContainerError(RlaError, RuntimeError):
+    """The desktop container could not be made, started or reached (the message says why and what to do)."""
+
+
+def source_files(root: str | Path | None = None) -> list[str]:
+    """The controller's files (relative to the repository root, sorted) that the image carries."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[3]
+    base = root / CONTROLLER_DIR
+    if not base.is_dir():
+        return []
+    return sorted(p.relative_to(root).as_posix() for p in base.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def source_hash(root: str | Path | None = None) -> str:
+    """Digest of the controller's sources; ``build.sh`` stores the same digest in the image label
+    ``rla.desktop.source-hash`` (sha256 over ``path\\nsha256(content)\\n`` per file, sorted)."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[3]
+    lines = "".join(f"{name}\n{hashlib.sha256((root / name).read_bytes()).hexdigest()}\n"
+                    for name in source_files(root))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def connect(base_url: str | None = None, timeout: float = 120):
+    """A ``docker.DockerClient`` for ``base_url`` (default ``DOCKER_HOST``) that answered a ping, or
+    :class:`DesktopContainerError` saying why not."""
+    try:
+        import docker
+    except ImportError as exc:
+        raise MissingDependency('the docker desktop provider needs the docker SDK: pip install "rla[docker]"') from exc
+    where = base_url or os.environ.get("DOCKER_HOST") or "the default socket"
+    try:
+        client = docker.DockerClient(base_url=base_url, timeout=timeout) if base_url else docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as exc:
+        raise DesktopContainerError(
+            f"no Docker-API server answers at {where}: {type(exc).__name__}: {exc}. Start a Docker daemon, or "
+            "podman's socket with `export DOCKER_HOST=$(scripts/start-docker-api.sh)`") from None
+    return client
+
+
+def _parse_screen(screen_size: Any) -> tuple[int, int]:
+    """``(width, height)`` from ``(w, h)`` or ``"WxH"``; ValueError saying what was expected otherwise."""
+    try:
+        if isinstance(screen_size, str):
+            width, height = (int(part) for part in screen_size.lower().split("x"))
+        else:
+            width, height = (int(part) for part in screen_size)
+    except (TypeError, ValueError):
+        raise ValueError(f"screen_size must be (width, height) or 'WIDTHxHEIGHT', got {screen_size!r}") from None
+    if not (320 <= width <= 7680 and 240 <= height <= 4320):
+        raise ValueError(f"screen_size must be between 320x240 and 7680x4320, got {width}x{height}")
+    return width, height
+
+
+class DockerProvider(DesktopProvider):
+    """A desktop session in a container made from ``image`` through a Docker-API socket.
+
+    Args:
+        image: the image built by ``containers/desktop/build.sh``.
+        base_url: the Docker-API socket (``unix://...``, ``tcp://...``); default ``DOCKER_HOST`` or the
+            platform default. The published port is reached at ``host``, so a remote server needs a tunnel.
+        screen_size: ``(width, height)`` or ``"WxH"`` of the session's screen.
+        start_timeout: seconds to wait for the controller to answer after the container starts.
+        memory_mb: memory limit of the container (None: no limit).
+        pids_limit: processes and threads in the container.
+        shm_mb: size of ``/dev/shm`` (X shared memory and LibreOffice use it).
+        host: the host address the controller's port is published on (``127.0.0.1``: this host only).
+        check_image: refuse an image built from other controller sources than this checkout's.
+        client: an existing ``docker.DockerClient`` (then ``base_url`` is ignored).
+    """
+
+    name = "docker"
+
+    def __init__(self, image: str = DEFAULT_IMAGE, base_url: str | None = None, *,
+                 screen_size: Any = (1920, 1080), start_timeout: float = 60.0, memory_mb: int | None = 4096,
+                 pids_limit: int = 2048, shm_mb: int = 512, host: str = "127.0.0.1", check_image: bool = True,
+                 client: Any = None) -> None:
+        self.image = image
+        self.screen_size = _parse_screen(screen_size)
+        if start_timeout <= 0:
+            raise ValueError(f"start_timeout must be > 0 s, got {start_timeout}")
+        if memory_mb is not None and memory_mb < 512:
+            raise ValueError(f"memory_mb must be >= 512 (LibreOffice needs it) or None, got {memory_mb}")
+        if pids_limit < 64 or shm_mb < 16:
+            raise ValueError(f"pids_limit >= 64 and shm_mb >= 16 are needed, got {pids_limit} and {shm_mb}")
+        self.start_timeout, self.memory_mb, self.pids_limit, self.shm_mb = start_timeout, memory_mb, pids_limit, shm_mb
+        self.host, self.check_image = host, check_image
+        self.instance = uuid.uuid4().hex[:16]
+        self.container: Any = None
+        self._client: ControllerClient | None = None
+        self._base_url = base_url
+        self._docker = client
+
+    # ------------------------------------------------------------------ public API
+    def start(self) -> ControllerClient:
+        """Create and start the container (once), wait for its controller, return the controller's client."""
+        if self._client is not None:
+            return self._client
+        if self._docker is None:
+            self._docker = connect(self._base_url)
+        self._check_image()
+        token = secrets.token_urlsafe(32)
+        client = None
+        try:
+            self._create(token)
+            port = self._published_port()
+            client = ControllerClient(f"http://{self.host}:{port}", token)
+            self._wait_ready(client)
+        except BaseException:
+            if client is not None:
+                client.close()
+            self.close()
+            raise
+        self._client = client
+        return client
+
+    def reset(self) -> None:
+        """Close every app of the session and restore ``/home/user`` (``POST /rla/reset``; no restart)."""
+        client = self.start()
+        try:
+            client.reset_session()
+        except ControllerError as exc:
+            state = self._state()
+            if state != "running":
+                raise DesktopContainerError(f"the desktop container {self._name} is {state}, not running; "
+                                            f"{self._logs()}") from exc
+            raise
+
+    def close(self) -> None:
+        """Remove the container and everything running in it (idempotent)."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+        container, self.container = self.container, None
+        if container is not None:
+            _remove(container)
+
+    @property
+    def container_id(self) -> str | None:
+        """The running container's id (None before :meth:`start` and after :meth:`close`)."""
+        return self.container.id if self.container is not None else None
+
+    # ------------------------------------------------------------------ steps
+    @property
+    def _name(self) -> str:
+        return f"rla-desktop-{self.instance}"
+
+    def _check_image(self) -> None:
+        import docker.errors
+
+        try:
+            image = self._docker.images.get(self.image)
+        except docker.errors.ImageNotFound:
+            raise DesktopContainerError(f"the desktop image {self.image!r} is not on the Docker-API server; "
+                                        f"{BUILD_HINT}") from None
+        except docker.errors.APIError as exc:
+            raise DesktopContainerError(f"cannot inspect the desktop image {self.image!r}: {exc}") from exc
+        labels = (image.attrs.get("Config") or {}).get("Labels") or image.labels or {}
+        if labels.get("rla.desktop.protocol") != PROTOCOL:
+            raise DesktopContainerError(f"the image {self.image!r} is not an rla desktop image of protocol "
+                                        f"{PROTOCOL} (labels: {labels}); {BUILD_HINT}")
+        if self.check_image and labels.get("rla.desktop.source-hash") != source_hash():
+            raise DesktopContainerError(
+                f"the image {self.image!r} was built from other controller sources than this checkout's "
+                f"(image {str(labels.get('rla.desktop.source-hash'))[:12]}, here {source_hash()[:12]}); "
+                f"rebuild it with containers/desktop/build.sh, or pass check_image=False")
+
+    def _command(self) -> list[str]:
+        """The container's command: the controller on the container's network, the port the provider publishes."""
+        width, height = self.screen_size
+        return ["/opt/rla-desktop/bin/python", "-m", "controller", "--host", "0.0.0.0", "--port", str(CONTROLLER_PORT),
+                "--screen", f"{width}x{height}"]
+
+    def _create(self, token: str) -> None:
+        import docker.errors
+        from docker.types import Ulimit
+
+        options: dict[str, Any] = {}
+        if self.memory_mb is not None:
+            options.update(mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m")
+        try:
+            self.container = self._docker.containers.create(
+                self.image, command=self._command(),
+                environment={"RLA_DESKTOP_TOKEN": token},
+                ports={f"{CONTROLLER_PORT}/tcp": (self.host, None)},  # a random free port on this host only
+                detach=True, init=True, shm_size=f"{self.shm_mb}m", pids_limit=self.pids_limit,
+                cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                # explicit: podman's defaults are above what some hosts allow (runc then cannot set them)
+                ulimits=[Ulimit(name="nofile", soft=8192, hard=8192), Ulimit(name="core", soft=0, hard=0),
+                         Ulimit(name="nproc", soft=self.pids_limit, hard=self.pids_limit)],
+                labels={LABEL: self.instance, f"{LABEL}.pid": str(_owner_pid()), f"{LABEL}.host": socket.gethostname()},
+                name=self._name, **options)
+            self.container.start()
+        except docker.errors.APIError as exc:
+            raise DesktopContainerError(f"cannot start a desktop container from {self.image!r}: {exc}"
+                                        + (f"; {self._logs()}" if self.container is not None else "")) from exc
+
+    def _published_port(self) -> int:
+        """The host port the controller's port is published on (the server picks it when the container starts)."""
+        for _ in range(50):
+            self.container.reload()
+            bindings = ((self.container.attrs.get("NetworkSettings") or {}).get("Ports") or {}).get(
+                f"{CONTROLLER_PORT}/tcp") or []
+            for binding in bindings:
+                if binding.get("HostPort"):
+                    return int(binding["HostPort"])
+            if self.container.status not in ("created", "running"):
+                break
+            time.sleep(0.1)
+        raise DesktopContainerError(f"the desktop container {self._name} has no published port for "
+                                    f"{CONTROLLER_PORT}/tcp (state {self.container.status}); {self._logs()}")
+
+    def _wait_ready(self, client: ControllerClient) -> None:
+        """Wait until the controller answers; fail at once, with its log, if the container stops."""
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            try:
+                client.wait_ready(timeout=min(1.0, max(0.1, deadline - time.monotonic())))
+                return
+            except ControllerError as exc:
+                state = self._state()
+                if state != "running":
+                    raise DesktopContainerError(f"the desktop container {self._name} stopped ({state}) before its "
+                                                f"controller answered; {self._logs()}") from None
+                if time.monotonic() >= deadline:
+                    raise DesktopContainerError(f"the controller in {self._name} did not answer within "
+                                                f"{self.start_timeout:g} s ({exc}); {self._logs()}") from None
+
+    def _state(self) -> str:
+        try:
+            self.container.reload()
+            state = self.container.attrs.get("State") or {}
+            if state.get("Status") in ("exited", "dead"):
+                return f"{state['Status']} with code {state.get('ExitCode')}"
+            return str(state.get("Status") or self.container.status)
+        except Exception as exc:  # removed under us, or the server went away
+            return f"unknown ({type(exc).__name__}: {exc})"
+
+    def _logs(self, lines: int = 30) -> str:
+        try:
+            text = self.container.logs(stdout=True, stderr=True, tail=lines).decode("utf-8", "replace").strip()
+        except Exception as exc:
+            return f"its log could not be read ({type(exc).__name__}: {exc})"
+        return f"its last {lines} log lines:\n{text}" if text else "its log is empty"
+
+
+def _remove(container: Any, attempts: int = 50) -> None:
+    """``remove(force=True)``, retried while the server reports the container busy (podman answers 500 while
+    the container is still stopping)."""
+    import docker.errors
+
+    last: Exception | None = None
+    for _ in range(attempts):
+        try:
+            container.remove(force=True)
+            return
+        except docker.errors.NotFound:
+            return
+        except Exception as exc:
+            last = exc
+            time.sleep(0.1)
+    raise DesktopContainerError(f"could not remove the desktop container {container.id[:12]}: {last}")
+
+
+def remove_leftovers(base_url: str | None = None, *, everything: bool = False, client: Any = None) -> list[str]:
+    """Remove desktop containers whose owner process on this host is gone (all of them with ``everything``).
+
+    Returns the names of the containers removed.
+    """
+    docker_client = client if client is not None else connect(base_url)
+    here = socket.gethostname()
+    removed = []
+    for container in docker_client.containers.list(all=True, filters={"label": LABEL}):
+        labels = container.labels or {}
+        if not everything:
+            try:
+                pid = int(labels.get(f"{LABEL}.pid", ""))
+            except ValueError:
+                continue
+            if labels.get(f"{LABEL}.host") != here or _alive(pid):
+                continue
+        _remove(container)
+        removed.append(container.name)
+    return removed
+
+
+def _owner_pid() -> int:
+    """The pid recorded as the owner of a new container (this process)."""
+    return os.getpid()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
