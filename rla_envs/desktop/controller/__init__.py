@@ -1,0 +1,19 @@
+"""The desktop controller: boots a headless desktop session and serves OSWorld's HTTP API for it.
+
+Run as ``python -m controller --host H --port P [--port-file F] [--screen 1920x1080]`` with this package's
+parent directory on ``PYTHONPATH`` and the session token in ``$RLA_DESKTOP_TOKEN``. It starts Xvfb, a
+D-Bus session bus, the AT-SPI accessibility bus and openbox, seeds the user's home (a LibreOffice profile
+without first-run dialogs), then serves the API with FastAPI until it is killed.
+
+It imports no rla code: it runs under Debian's python3 (or the runtime venv made by
+``scripts/install-desktop.sh``), locally under bubblewrap and as a container's entry point.
+
+Modules:
+    boot.py       the session's processes: Xvfb, D-Bus, AT-SPI, openbox, and the environment apps get
+    home.py       the home template: seeding, snapshot and restore on reset
+    processes.py  launching, running and tracking apps; killing them on reset
+    screen.py     screenshots (raw RGB and PNG) with mss
+    a11y.py       the AT-SPI tree as OSWorld's XML
+    windows.py    finding, activating and closing windows (wmctrl)
+    app.py        the FastAPI routes and the token check
+"""

@@ -1,0 +1,116 @@
+"""``python -m controller``: boot the desktop session and serve the controller API until killed.
+
+    RLA_DESKTOP_TOKEN=... python -m controller --host 127.0.0.1 --port 0 --port-file /run/port --screen 1920x1080
+
+``--port 0`` lets the kernel choose a free port; the bound port is printed (``controller listening on
+HOST:PORT``) and, with ``--port-file``, written there (atomically) once the session is ready to serve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+
+def _screen(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 1920x1080; got {text!r}") from None
+    if not (64 <= width <= 8192 and 64 <= height <= 8192):
+        raise argparse.ArgumentTypeError(f"screen size {text} is out of range (64..8192 a side)")
+    return width, height
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m controller", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1 locally)")
+    parser.add_argument("--port", type=int, default=5000, help="TCP port; 0 lets the kernel choose a free one")
+    parser.add_argument("--port-file", type=Path, help="write the bound port here once ready")
+    parser.add_argument("--screen", type=_screen, default=(1920, 1080), help="screen size, WIDTHxHEIGHT")
+    parser.add_argument("--home-template", type=Path,
+                        help="the home template: used as is when it holds files, else made from the seeded home "
+                             "(default: a directory under $XDG_RUNTIME_DIR)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    token = os.environ.get("RLA_DESKTOP_TOKEN", "")
+    if len(token) < 16:
+        print("controller: set RLA_DESKTOP_TOKEN to the session token (16+ characters); it is never taken "
+              "from the command line", file=sys.stderr)
+        return 2
+    # Bind first: a busy port fails before anything starts.
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    # IPPROTO_TCP named explicitly: asyncio turns Nagle off only on sockets that say so, and with Nagle on
+    # every small reply waits out the client's 40 ms delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as exc:
+        print(f"controller: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+
+    import uvicorn
+
+    from controller.app import State, create_app
+    from controller.boot import boot_desktop, stop_desktop
+    from controller.home import HomeTemplate
+    from controller.processes import ProcessTracker
+    from controller.screen import Screen
+
+    width, height = args.screen
+    home = Path(os.environ.get("HOME") or Path.home())
+    # The home first: nothing of the session runs yet, so nothing writes there while it is snapshotted.
+    runtime_dir = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/runtime-{os.getuid()}")
+    runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    template = HomeTemplate(home, args.home_template or runtime_dir / "rla-home-template")
+    template.prepare()
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
+    desktop = boot_desktop(width, height)
+    tracker = ProcessTracker(desktop.env, str(home))
+    _warm_up_accessibility()
+    tracker.mark_core()
+    state = State(env=desktop.env, home=home, tracker=tracker, template=template, screen=Screen(), token=token)
+    app = create_app(state)
+
+    import pyautogui  # needs $DISPLAY, set by boot_desktop
+
+    pyautogui.PAUSE = 0          # each action is one request; no pause after every call
+    pyautogui.FAILSAFE = False   # a click in the top-left corner is a legal action here
+
+    sock.listen(128)
+    host, port = sock.getsockname()[:2]
+    print(f"controller listening on {host}:{port} (display {desktop.display})", flush=True)
+    if args.port_file is not None:
+        with tempfile.NamedTemporaryFile("w", dir=args.port_file.parent, delete=False) as handle:
+            handle.write(f"{port}\n")
+        os.replace(handle.name, args.port_file)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    try:
+        server.run(sockets=[sock])  # until SIGTERM or SIGINT
+    finally:
+        tracker.kill_apps(include_core=True)  # the apps, then Xvfb, the buses (and their children), openbox
+        stop_desktop(desktop)
+    return 0
+
+
+def _warm_up_accessibility() -> None:
+    """Touch the AT-SPI registry once, so it (and its bus) start now and count as core processes."""
+    try:
+        import pyatspi
+
+        pyatspi.Registry.getDesktop(0).childCount
+    except Exception as exc:  # the session still works without accessibility; say why it is missing
+        print(f"controller: AT-SPI is not answering ({exc}); /accessibility will be empty", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

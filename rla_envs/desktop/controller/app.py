@@ -1,0 +1,282 @@
+"""The controller's HTTP API: OSWorld's routes and payloads plus ``/rla/*``, every one behind the token."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, File, Form, Request, UploadFile
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+
+from controller import a11y, windows
+from controller.home import HomeTemplate
+from controller.processes import CommandError, ProcessTracker, normalise_command
+from controller.screen import Screen
+
+__all__ = ["State", "create_app", "opener_for"]
+
+EXECUTE_TIMEOUT_S = 110.0  # under the client's 120 s, so a slow command gets this server's clear reply
+OPEN_FILE_TIMEOUT_S = 50.0
+TEXT_EXTENSIONS = {".txt", ".py", ".md", ".json", ".log", ".sh", ".cfg", ".ini", ".yaml", ".yml", ".xml",
+                   ".html", ".htm", ".css", ".js", ".c", ".h", ".cpp", ".java", ".tex", ".toml", ".rst", ""}
+CALC_EXTENSIONS = {".xlsx", ".xls", ".csv", ".ods", ".tsv", ".xlsm", ".fods"}
+WRITER_EXTENSIONS = {".docx", ".doc", ".odt", ".rtf", ".fodt"}
+IMPRESS_EXTENSIONS = {".pptx", ".ppt", ".odp"}
+
+
+@dataclass
+class State:
+    """Everything the routes use: the session's environment, processes, home template and screen."""
+
+    env: dict[str, str]
+    home: Path
+    tracker: ProcessTracker
+    template: HomeTemplate
+    screen: Screen
+    token: str
+
+
+def opener_for(path: Path) -> list[str] | None:
+    """The command that opens ``path`` with its app, chosen by extension (None: no installed app for it)."""
+    import shutil
+
+    suffix = path.suffix.lower()
+    for extensions, module, launcher in ((CALC_EXTENSIONS, "--calc", "localc"),
+                                         (WRITER_EXTENSIONS, "--writer", "lowriter"),
+                                         (IMPRESS_EXTENSIONS, "--impress", "loimpress")):
+        if suffix in extensions:
+            # Debian's lo* launchers come with each module's package: no launcher, no module
+            return ["libreoffice", module, str(path)] if shutil.which(launcher) else None
+    if suffix in TEXT_EXTENSIONS:
+        return ["mousepad", str(path)]
+    return None
+
+
+def _expand(path: str, home: Path) -> Path:
+    if path == "~" or path.startswith("~/"):
+        path = str(home) + path[1:]
+    return Path(os.path.expandvars(path))
+
+
+def _release_input(size: tuple[int, int]) -> None:
+    """Let go of every key and button an episode may have left held, and park the pointer mid-screen."""
+    import pyautogui
+
+    for key in ("shift", "shiftright", "ctrl", "ctrlright", "alt", "altright", "winleft", "winright"):
+        pyautogui.keyUp(key)
+    for button in ("left", "middle", "right"):
+        pyautogui.mouseUp(button=button)
+    pyautogui.moveTo(size[0] // 2, size[1] // 2)
+
+
+def _json_body(data: Any) -> dict:
+    if not isinstance(data, dict):
+        raise CommandError(f"expected a JSON object body; got {type(data).__name__}")
+    return data
+
+
+def create_app(state: State) -> FastAPI:
+    """The FastAPI app serving ``state``'s session."""
+    app = FastAPI(title="rla desktop controller", docs_url=None, redoc_url=None, openapi_url=None)
+    expected = f"Bearer {state.token}".encode()
+    gui_lock = threading.Lock()          # pyautogui and Xlib input are not thread-safe
+    a11y_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a11y")  # libatspi on one thread
+
+    @app.middleware("http")
+    async def require_token(request: Request, call_next):
+        given = request.headers.get("authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            return JSONResponse({"status": "error", "message": "missing or wrong session token: send "
+                                 "'Authorization: Bearer <token>' (the session's RLA_DESKTOP_TOKEN)"}, status_code=401)
+        return await call_next(request)
+
+    @app.exception_handler(CommandError)
+    async def bad_command(request: Request, exc: CommandError):
+        return JSONResponse({"status": "error", "message": str(exc)}, status_code=400)
+
+    # ------------------------------------------------------------------ observation
+    @app.get("/screenshot")
+    def screenshot():
+        cursor = None
+        try:
+            import pyautogui
+
+            cursor = tuple(pyautogui.position())
+        except Exception:
+            pass
+        return Response(state.screen.grab_png(cursor), media_type="image/png")
+
+    @app.get("/rla/screenshot.raw")
+    def screenshot_raw():
+        data, width, height = state.screen.grab_rgb()
+        return Response(data, media_type="application/octet-stream",
+                        headers={"X-Width": str(width), "X-Height": str(height)})
+
+    @app.get("/accessibility")
+    def accessibility():
+        try:
+            return {"AT": a11y_thread.submit(a11y.accessibility_tree).result(timeout=60)}
+        except Exception as exc:
+            return JSONResponse({"status": "error", "message": f"reading the accessibility tree failed: {exc}"},
+                                status_code=500)
+
+    @app.post("/screen_size")
+    def screen_size():
+        width, height = state.screen.size()
+        return {"width": width, "height": height}
+
+    @app.get("/cursor_position")
+    def cursor_position():
+        import pyautogui
+
+        with gui_lock:
+            x, y = pyautogui.position()
+        return [int(x), int(y)]
+
+    @app.get("/platform")
+    def platform():
+        return PlainTextResponse("Linux")
+
+    # ------------------------------------------------------------------ commands
+    def run_command(data: dict):
+        data = _json_body(data)
+        shell = bool(data.get("shell", False))
+        command = normalise_command(data.get("command"), shell, str(state.home))
+        timeout = float(data.get("timeout", EXECUTE_TIMEOUT_S))
+        try:
+            return state.tracker.execute(command, shell=shell, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return JSONResponse({"status": "error", "message": f"the command did not finish within {timeout:g} s "
+                                 f"and was killed: {command!r}", "output": "", "error": "", "returncode": -1},
+                                status_code=500)
+        except OSError as exc:
+            return JSONResponse({"status": "error", "message": f"cannot run {command!r}: {exc}", "output": "",
+                                 "error": str(exc), "returncode": -1}, status_code=500)
+
+    @app.post("/execute")
+    def execute(data: dict):
+        return run_command(data)
+
+    @app.post("/setup/execute")
+    def setup_execute(data: dict):
+        return run_command(data)
+
+    @app.post("/setup/launch")
+    def launch(data: dict):
+        data = _json_body(data)
+        shell = bool(data.get("shell", False))
+        command = normalise_command(data.get("command"), shell, str(state.home))
+        try:
+            state.tracker.launch(command, shell=shell)
+        except OSError as exc:
+            return JSONResponse({"status": "error", "message": f"cannot launch {command!r}: {exc}"}, status_code=500)
+        return PlainTextResponse(f"{command if shell else ' '.join(command)} launched successfully")
+
+    @app.post("/rla/pyautogui")
+    def run_pyautogui(data: dict):
+        data = _json_body(data)
+        code = data.get("code")
+        if not isinstance(code, str):
+            raise CommandError(f"expected 'code' to be a string of Python; got {code!r}")
+        import pyautogui
+
+        if not gui_lock.acquire(timeout=60):
+            return {"status": "error", "error": "another pyautogui request is still running (waited 60 s)"}
+        try:
+            exec(compile(code, "<action>", "exec"), {"pyautogui": pyautogui, "time": time, "__name__": "__action__"})
+        except BaseException as exc:  # SystemExit too: an action must not stop the server
+            return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            gui_lock.release()
+        return {"status": "success", "error": ""}
+
+    @app.post("/rla/reset")
+    def reset():
+        started = time.monotonic()
+        killed = state.tracker.kill_apps()
+        state.template.restore()
+        with gui_lock:
+            _release_input(state.screen.size())
+        return {"status": "success", "killed": killed, "seconds": round(time.monotonic() - started, 3)}
+
+    # ------------------------------------------------------------------ files
+    @app.post("/file")
+    def get_file(file_path: str = Form(...)):
+        path = _expand(file_path, state.home)
+        if not path.is_file():
+            return JSONResponse({"error": f"File not found: {file_path}"}, status_code=404)
+        return FileResponse(path, media_type="application/octet-stream", filename=path.name)
+
+    @app.post("/setup/upload")
+    def upload(file_path: str = Form(...), file_data: UploadFile = File(...)):
+        path = _expand(file_path, state.home)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = file_data.file.read()
+            path.write_bytes(data)
+        except OSError as exc:
+            return JSONResponse({"error": f"Failed to upload file to {file_path}: {exc}"}, status_code=500)
+        return PlainTextResponse(f"File Uploaded: {len(data)} bytes")
+
+    @app.post("/setup/open_file")
+    def open_file(data: dict):
+        data = _json_body(data)
+        raw = data.get("path")
+        if not isinstance(raw, str) or not raw:
+            return PlainTextResponse("Path not supplied!", status_code=400)
+        timeout = float(data.get("timeout_seconds", OPEN_FILE_TIMEOUT_S))
+        path = _expand(raw, state.home)
+        if path.exists():
+            command = opener_for(path)
+            if command is None:
+                return PlainTextResponse(f"No app of this session opens {raw}: known extensions are text files "
+                                         f"(mousepad), {sorted(CALC_EXTENSIONS)} (Calc), {sorted(WRITER_EXTENSIONS)} "
+                                         f"(Writer), {sorted(IMPRESS_EXTENSIONS)} (Impress)", status_code=400)
+            names = [data["window_name"]] if data.get("window_name") else [path.name, path.stem]
+        else:
+            import shutil
+
+            if not shutil.which(raw, path=state.env.get("PATH")):
+                return PlainTextResponse(f"Application/file not found: {raw}", status_code=404)
+            command, names = [raw], [data.get("window_name") or raw]
+        state.tracker.launch(command)
+        window = windows.wait_for_window(state.env, names, timeout)
+        if window is None:
+            return PlainTextResponse(f"Failed to find a window titled like {names} within {timeout:g} s after "
+                                     f"running {command}", status_code=500)
+        windows.activate(state.env, window)
+        return PlainTextResponse("File opened and window activated successfully")
+
+    def window_request(data: dict) -> tuple[str, bool, bool]:
+        data = _json_body(data)
+        name = data.get("window_name")
+        if not isinstance(name, str) or not name:
+            raise CommandError(f"expected a non-empty 'window_name'; got {name!r}")
+        return name, bool(data.get("strict", False)), bool(data.get("by_class", False))
+
+    @app.post("/setup/activate_window")
+    def activate_window(data: dict):
+        name, strict, by_class = window_request(data)
+        found = windows.find_windows(state.env, name, strict=strict, by_class=by_class)
+        if not found:
+            return PlainTextResponse(f"Window {name} not found", status_code=404)
+        windows.activate(state.env, found[0])
+        return PlainTextResponse("Window activated successfully")
+
+    @app.post("/setup/close_window")
+    def close_window(data: dict):
+        name, strict, by_class = window_request(data)
+        found = windows.find_windows(state.env, name, strict=strict, by_class=by_class)
+        if not found:
+            return PlainTextResponse(f"Window {name} not found", status_code=404)
+        windows.close(state.env, found[0])
+        return PlainTextResponse("Window closed successfully.")
+
+    return app

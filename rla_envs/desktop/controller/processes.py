@@ -1,0 +1,195 @@
+"""Apps and commands of the session: launching, running, and killing every one of them on reset.
+
+The controller makes itself a *child subreaper*, so every process started in the session (an app started
+with ``/setup/launch``, a ``cmd &`` run by ``/execute``, a daemon that double-forks) stays its descendant.
+The processes alive when the desktop finished booting (Xvfb, the buses, openbox) are the *core*; a reset
+kills every other descendant.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+
+__all__ = ["ProcessTracker", "normalise_command", "CommandError"]
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+class CommandError(ValueError):
+    """A command payload that cannot be run (wrong type, empty)."""
+
+
+def _proc_stat(pid: int) -> tuple[int, str, int] | None:
+    """``(ppid, state, start time)`` of ``pid`` from /proc, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read().decode(errors="replace")
+    except OSError:
+        return None
+    fields = data[data.rfind(")") + 2:].split()
+    return int(fields[1]), fields[0], int(fields[19])
+
+
+def _all_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def normalise_command(command: str | Sequence[str] | None, shell: bool, home: str) -> str | list[str]:
+    """OSWorld's command payload as ``subprocess`` takes it: split a string unless ``shell``, expand ``~/``."""
+    if command is None or command == "" or command == []:
+        raise CommandError("expected a non-empty 'command' (a string, or a list of strings); got "
+                           f"{command!r}")
+    if shell:
+        if isinstance(command, str):
+            return command
+        if isinstance(command, list) and all(isinstance(part, str) for part in command):
+            return " ".join(command)
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if not isinstance(command, list) or not all(isinstance(part, str) for part in command):
+        raise CommandError(f"expected 'command' to be a string or a list of strings; got {command!r}")
+    return [home + part[1:] if part.startswith("~/") else part for part in command]
+
+
+class ProcessTracker:
+    """Starts the session's processes and kills the non-core ones on reset.
+
+    Args:
+        env: the environment of every process started (the desktop's).
+        cwd: their working directory (the user's home).
+    """
+
+    def __init__(self, env: dict[str, str], cwd: str):
+        self.env = env
+        self.cwd = cwd
+        self._core: set[tuple[int, int]] = set()
+        self._owned: dict[int, subprocess.Popen] = {}  # children whose exit status a Popen collects
+        self._lock = threading.Lock()
+        self._reaper: threading.Thread | None = None
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        except OSError:
+            pass
+
+    # ------------------------------------------------------------------ bookkeeping
+    def descendants(self) -> dict[int, tuple[int, str, int]]:
+        """Every descendant of this process: pid -> (ppid, state, start time)."""
+        table = {pid: stat for pid in _all_pids() if (stat := _proc_stat(pid)) is not None}
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        found: dict[int, tuple[int, str, int]] = {}
+        stack = list(children.get(os.getpid(), []))
+        while stack:
+            pid = stack.pop()
+            if pid in found:
+                continue
+            found[pid] = table[pid]
+            stack.extend(children.get(pid, []))
+        return found
+
+    def mark_core(self) -> None:
+        """Remember the processes alive now as the session's core (never killed on reset)."""
+        self._core = {(pid, start) for pid, (_, _, start) in self.descendants().items()}
+        if self._reaper is None:
+            self._reaper = threading.Thread(target=self._reap_forever, name="reaper", daemon=True)
+            self._reaper.start()
+
+    def apps(self, *, include_core: bool = False) -> list[int]:
+        """The pids of the non-core (or all) descendants that are still running (not zombies)."""
+        return [pid for pid, (_, state, start) in self.descendants().items()
+                if (include_core or (pid, start) not in self._core) and state != "Z"]
+
+    def _reap(self) -> None:
+        """Collect exited children: those a Popen owns through it, orphans adopted by us directly."""
+        with self._lock:
+            for pid, process in list(self._owned.items()):
+                if process.poll() is not None:
+                    del self._owned[pid]
+            owned = set(self._owned)
+        me = os.getpid()
+        for pid, (ppid, state, _) in self.descendants().items():
+            if ppid == me and state == "Z" and pid not in owned:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+
+    def _reap_forever(self) -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                self._reap()
+            except Exception:  # never let the reaper die
+                pass
+
+    # ------------------------------------------------------------------ starting
+    def launch(self, command: str | list[str], *, shell: bool = False) -> subprocess.Popen:
+        """Start ``command`` in the session without waiting for it."""
+        process = subprocess.Popen(command, shell=shell, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        with self._lock:
+            self._owned[process.pid] = process
+        return process
+
+    def execute(self, command: str | list[str], *, shell: bool = False, timeout: float = 120.0) -> dict:
+        """Run ``command`` to its end; OSWorld's reply ``{status, output, error, returncode}``.
+
+        Output goes through temporary files, not pipes, so a command that leaves a process in the
+        background (``app &``) returns as soon as the command itself has finished.
+        """
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            process = subprocess.Popen(command, shell=shell, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
+                                       stdout=out, stderr=err, start_new_session=True)
+            with self._lock:
+                self._owned[process.pid] = process
+            try:
+                returncode = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(process.pid)
+                process.wait()
+                raise
+            out.seek(0)
+            err.seek(0)
+            return {"status": "success", "output": out.read().decode(errors="replace"),
+                    "error": err.read().decode(errors="replace"), "returncode": returncode}
+
+    # ------------------------------------------------------------------ reset
+    def kill_apps(self, timeout: float = 5.0, *, include_core: bool = False) -> int:
+        """SIGKILL every non-core process of the session and wait until they are reaped; return how many.
+
+        With ``include_core`` the core goes too (the controller is shutting down).
+
+        A killed multi-threaded app shows as a zombie before its last thread has exited, and cannot be
+        reaped until then, so this waits for the pids to leave /proc, not just to turn into zombies.
+        """
+        killed: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while True:
+            for pid in self.apps(include_core=include_core):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+                except ProcessLookupError:
+                    pass
+            self._reap()
+            pending = [pid for pid in killed if os.path.exists(f"/proc/{pid}")]
+            if (not pending and not self.apps(include_core=include_core)) or time.monotonic() > deadline:
+                return len(killed)
+            time.sleep(0.005)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

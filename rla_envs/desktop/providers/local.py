@@ -1,0 +1,76 @@
+"""LocalProvider: desktop sessions on this machine (bubblewrap namespaces, a private home), no container."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rla_envs.desktop.client import ControllerClient
+from rla_envs.desktop.providers.base import DesktopProvider
+from rla_envs.desktop.session import LocalSession
+
+__all__ = ["LocalProvider"]
+
+
+class LocalProvider(DesktopProvider):
+    """A desktop session run locally by :class:`~rla_envs.desktop.session.LocalSession`.
+
+    Needs Debian's desktop packages and the runtime venv (``sudo scripts/install-desktop.sh``).
+
+    Args:
+        screen_size: ``(width, height)`` of the virtual screen.
+        python: the desktop runtime interpreter (default ``$RLA_DESKTOP_PYTHON`` or /opt/rla-desktop/bin/python).
+        start_timeout: seconds to wait for the session to boot.
+        request_timeout: default seconds per controller request.
+        home_template: a prepared home directory every reset returns to (default: the seeded one).
+
+    Example::
+
+        with LocalProvider() as provider:
+            client = provider.start()
+            client.open_file("/home/user/notes.txt")
+            provider.reset()
+    """
+
+    name = "local"
+
+    def __init__(self, *, screen_size: tuple[int, int] = (1920, 1080), python: str | None = None,
+                 start_timeout: float = 60.0, request_timeout: float = 30.0,
+                 home_template: str | os.PathLike | None = None, **unknown: Any):
+        if unknown:
+            raise TypeError(f"LocalProvider got unknown options {sorted(unknown)}; it takes screen_size, python, "
+                            f"start_timeout, request_timeout, home_template")
+        self._session = LocalSession(screen_size=screen_size, python=python, start_timeout=start_timeout,
+                                     home_template=home_template)
+        self._request_timeout = float(request_timeout)
+        self._client: ControllerClient | None = None
+
+    @property
+    def session(self) -> LocalSession:
+        """The underlying session (its home directory on the host, its pid, its log)."""
+        return self._session
+
+    def start(self) -> ControllerClient:
+        if self._client is not None and self._session.pid is not None:
+            return self._client
+        base_url = self._session.start()
+        client = ControllerClient(base_url, self._session.token, timeout=self._request_timeout)
+        try:
+            client.wait_ready(timeout=self._session.start_timeout)
+        except Exception:
+            client.close()
+            self._session.close()
+            raise
+        self._client = client
+        return client
+
+    def reset(self) -> None:
+        self.start().reset_session()
+
+    def close(self) -> None:
+        client, self._client = getattr(self, "_client", None), None
+        if client is not None:
+            client.close()
+        session = getattr(self, "_session", None)
+        if session is not None:
+            session.close()

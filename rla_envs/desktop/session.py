@@ -1,0 +1,275 @@
+"""LocalSession: a desktop session on this machine, in its own bubblewrap namespaces, with its own home.
+
+The controller (``python -m controller``, see :mod:`rla_envs.desktop.controller`) runs under bubblewrap with
+``--unshare-pid`` and ``--die-with-parent``: the session's processes (Xvfb, buses, openbox, every app) live
+in a private pid namespace that the kernel tears down when the controller's bwrap goes, so closing the
+session -- or the host process dying -- leaves nothing behind. The session sees the host's filesystem read-only,
+with its own ``/tmp`` and ``/var/tmp`` (tmpfs) and its own writable ``/home/user`` (a temporary directory of
+the host, bound there), so OSWorld's absolute paths work, several sessions run side by side, and nothing a
+task runs can change the host outside that directory. It is not a security boundary against hostile code
+(same user, same network): use the docker provider for that. The network namespace is the host's:
+the controller listens on 127.0.0.1 only, on a port the kernel picks, and every request needs the token.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from rla_envs.core.closing import ClosesOnExit
+from rla_envs.core.errors import RlaError
+
+__all__ = ["LocalSession", "SessionError", "runtime_python", "SESSION_MARKER_ENV", "INSTALL_HINT"]
+
+CONTROLLER_DIR = Path(__file__).resolve().with_name("controller")
+DEFAULT_RUNTIME = "/opt/rla-desktop/bin/python"
+INSTALL_HINT = "run `sudo scripts/install-desktop.sh` (from the rla repository) to install the desktop runtime"
+SESSION_MARKER_ENV = "RLA_DESKTOP_SESSION"
+"""Every process of a local session carries this variable (the session's id) in its environment."""
+# Where the session's own files appear inside the sandbox (on its private /tmp).
+_IN_SANDBOX_LIB = "/tmp/.rla/lib"
+_IN_SANDBOX_RUN = "/tmp/.rla/run"
+SESSION_HOME = "/home/user"
+
+
+_SPAWNER: ThreadPoolExecutor | None = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawn(argv: list[str], **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen`` run on one long-lived thread of this process.
+
+    bwrap's ``--die-with-parent`` ties the session to the *thread* that forked it (PR_SET_PDEATHSIG), so a
+    session started from a short-lived worker thread would die with that thread; forking from a thread
+    that lives as long as the process avoids that.
+    """
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rla-desktop-spawner")
+    return _SPAWNER.submit(subprocess.Popen, argv, **kwargs).result()
+
+
+def _descendants(root: int) -> list[int]:
+    """The pids below ``root`` in the host's process tree, parents before children."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as handle:
+                    data = handle.read().decode(errors="replace")
+            except OSError:
+                continue
+            parents[int(name)] = int(data[data.rfind(")") + 2:].split()[1])
+    order, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, ppid in parents.items() if ppid in frontier]
+        order.extend(children)
+        frontier = children
+    return order
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its parent does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read().decode(errors="replace")
+    except OSError:
+        return False
+    return data[data.rfind(")") + 2:].split()[0] not in ("Z", "X")
+
+
+def _wait_gone(pids: list[int], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+class SessionError(RlaError, RuntimeError):
+    """A local desktop session could not start (missing runtime, controller crashed, timeout)."""
+
+
+def runtime_python(python: str | None = None) -> str:
+    """The desktop runtime's interpreter: ``python``, else ``$RLA_DESKTOP_PYTHON``, else /opt/rla-desktop's."""
+    candidate = python or os.environ.get("RLA_DESKTOP_PYTHON") or DEFAULT_RUNTIME
+    if not (os.path.isfile(candidate) and os.access(candidate, os.X_OK)):
+        raise SessionError(f"the desktop runtime interpreter {candidate} does not exist; {INSTALL_HINT}, or set "
+                           f"RLA_DESKTOP_PYTHON to a python3 that has pyatspi, fastapi, uvicorn, mss and pyautogui")
+    for hidden in ("/tmp/", "/home/"):
+        if os.path.abspath(candidate).startswith(hidden):
+            raise SessionError(f"the desktop runtime {candidate} lies under {hidden}, which a session replaces with "
+                               f"its own; install it elsewhere (default {DEFAULT_RUNTIME})")
+    return candidate
+
+
+def missing_tools() -> list[str]:
+    """The host programs a local session needs that are not installed."""
+    return [tool for tool in ("bwrap", "Xvfb", "openbox", "dbus-daemon", "wmctrl") if shutil.which(tool) is None]
+
+
+class LocalSession(ClosesOnExit):
+    """One desktop session run as a bubblewrapped process tree on this machine.
+
+    Args:
+        screen_size: ``(width, height)`` of the virtual screen.
+        python: the desktop runtime interpreter (default ``$RLA_DESKTOP_PYTHON`` or /opt/rla-desktop/bin/python).
+        start_timeout: seconds to wait for the controller to be ready.
+        home_template: a prepared home directory to start from (copied; default: the controller's seeded one).
+    """
+
+    def __init__(self, *, screen_size: tuple[int, int] = (1920, 1080), python: str | None = None,
+                 start_timeout: float = 60.0, home_template: str | os.PathLike | None = None):
+        width, height = (int(v) for v in screen_size)
+        if not (64 <= width <= 8192 and 64 <= height <= 8192):
+            raise ValueError(f"screen_size must be (width, height) within 64..8192; got {screen_size!r}")
+        self.screen_size = (width, height)
+        self.python = runtime_python(python)
+        missing = missing_tools()
+        if missing:
+            raise SessionError(f"a local desktop session needs {', '.join(missing)}, which are not installed; "
+                               f"{INSTALL_HINT}")
+        self.start_timeout = float(start_timeout)
+        self.home_template = Path(home_template) if home_template is not None else None
+        self.session_id = f"rla-desktop-{secrets.token_hex(6)}"
+        self.token = secrets.token_urlsafe(32)
+        self.port: int | None = None
+        self._dir: Path | None = None
+        self._process: subprocess.Popen | None = None
+        self._log = None
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def home(self) -> Path:
+        """The host directory that the session sees as /home/user."""
+        if self._dir is None:
+            raise SessionError("the session is not started")
+        return self._dir / "home"
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise SessionError("the session is not started")
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The host pid of the session's bwrap (its whole process tree dies with it)."""
+        return self._process.pid if self._process is not None else None
+
+    def log_tail(self, chars: int = 3000) -> str:
+        """The end of the controller's log."""
+        try:
+            return (self._dir / "controller.log").read_text(errors="replace")[-chars:]
+        except (OSError, TypeError):
+            return ""
+
+    # ------------------------------------------------------------------ life cycle
+    def _command(self) -> list[str]:
+        width, height = self.screen_size
+        assert self._dir is not None
+        return [
+            "bwrap",
+            "--ro-bind", "/", "/",
+            "--dev-bind", "/dev", "/dev",
+            "--proc", "/proc",
+            "--tmpfs", "/tmp",
+            "--tmpfs", "/var/tmp",
+            "--tmpfs", "/home",
+            "--bind", str(self._dir / "home"), SESSION_HOME,
+            "--ro-bind", str(CONTROLLER_DIR), f"{_IN_SANDBOX_LIB}/controller",
+            "--bind", str(self._dir / "run"), _IN_SANDBOX_RUN,
+            *(["--ro-bind", str(self.home_template), "/tmp/.rla/home-template"] if self.home_template else []),
+            "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
+            "--chdir", SESSION_HOME,
+            "--", self.python, "-m", "controller", "--host", "127.0.0.1", "--port", "0",
+            "--port-file", f"{_IN_SANDBOX_RUN}/port", "--screen", f"{width}x{height}",
+            *(["--home-template", "/tmp/.rla/home-template"] if self.home_template else []),
+        ]
+
+    def _env(self) -> dict[str, str]:
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": SESSION_HOME,
+            "USER": "user",
+            "LOGNAME": "user",
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": _IN_SANDBOX_LIB,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "XDG_RUNTIME_DIR": "/tmp/runtime-user",
+            "RLA_DESKTOP_TOKEN": self.token,   # the environment, never argv (argv is world-readable)
+            SESSION_MARKER_ENV: self.session_id,
+        }
+        if os.environ.get("TZ"):
+            env["TZ"] = os.environ["TZ"]
+        return env
+
+    def start(self) -> str:
+        """Start the session if needed (idempotent); return the controller's base URL."""
+        if self._process is not None and self._process.poll() is None and self.port is not None:
+            return self.base_url
+        self.close()
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{self.session_id}-"))
+        (self._dir / "home").mkdir()
+        (self._dir / "run").mkdir()
+        self._log = open(self._dir / "controller.log", "wb")
+        try:
+            self._process = _spawn(self._command(), env=self._env(), stdin=subprocess.DEVNULL, stdout=self._log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            self.close()
+            raise SessionError(f"cannot start bwrap for a desktop session: {exc}; {INSTALL_HINT}") from exc
+        port_file = self._dir / "run" / "port"
+        deadline = time.monotonic() + self.start_timeout
+        while not port_file.exists():
+            if self._process.poll() is not None:
+                tail = self.log_tail()
+                code = self._process.returncode
+                self.close()
+                raise SessionError(f"the desktop session's controller exited with code {code} while starting; "
+                                   f"its log ends with:\n{tail}")
+            if time.monotonic() > deadline:
+                tail = self.log_tail()
+                self.close()
+                raise SessionError(f"the desktop session was not ready within {self.start_timeout:.0f} s "
+                                   f"(raise start_timeout on a slow machine); its log ends with:\n{tail}")
+            time.sleep(0.05)
+        self.port = int(port_file.read_text().strip())
+        return self.base_url
+
+    def close(self) -> None:
+        """Kill the session's whole process tree and delete its files (idempotent)."""
+        process, self._process = getattr(self, "_process", None), None
+        if process is not None:
+            # The namespace's init (bwrap's child) first: when it dies the kernel kills and reaps the
+            # whole pid namespace before its exit completes. Then bwrap itself.
+            tree = _descendants(process.pid) if process.poll() is None else []
+            for pid in tree:
+                _kill(pid)
+            _kill(process.pid)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            _wait_gone(tree, timeout=10)
+        log, self._log = getattr(self, "_log", None), None
+        if log is not None:
+            log.close()
+        directory, self._dir = getattr(self, "_dir", None), None
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+        self.port = None

@@ -1,0 +1,173 @@
+"""LocalProvider: a bubblewrapped local session -- loopback only, reset closes everything, close leaves nothing."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from rla_envs.desktop.session import SESSION_MARKER_ENV
+
+desktop = pytest.mark.desktop
+
+
+def session_processes(session_id: str) -> list[int]:
+    """Host pids of the running processes whose environment carries the session's marker."""
+    marker = f"{SESSION_MARKER_ENV}={session_id}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if marker in handle.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def listening_addresses(port: int) -> list[tuple[str, str]]:
+    """``(table, local address)`` of every LISTEN socket on ``port`` in /proc/net/tcp and tcp6."""
+    found = []
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = open(f"/proc/net/{table}").read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state = fields[1], fields[3]
+            address, port_hex = local.rsplit(":", 1)
+            if state == "0A" and int(port_hex, 16) == port:
+                found.append((table, address))
+    return found
+
+
+def wait_until(predicate, timeout: float = 15.0, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+@desktop
+def test_the_server_listens_on_loopback_only(local_provider):
+    client = local_provider.start()
+    port = int(client.base_url.rsplit(":", 1)[1])
+    # 0100007F is 127.0.0.1 as /proc/net/tcp writes it (little-endian hex); nothing on tcp6 or any address
+    assert listening_addresses(port) == [("tcp", "0100007F")]
+
+
+@desktop
+def test_the_token_is_not_on_any_command_line(local_provider):
+    token = local_provider.session.token.encode()
+    for pid in session_processes(local_provider.session.session_id):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                assert token not in handle.read()
+        except FileNotFoundError:
+            pass
+
+
+@desktop
+def test_the_session_home_is_private_and_seen_as_home_user(local_provider):
+    client = local_provider.start()
+    local_provider.reset()
+    client.upload("/home/user/hello.txt", b"hi")
+    assert (local_provider.session.home / "hello.txt").read_bytes() == b"hi"
+    assert client.execute(["sh", "-c", "echo $HOME; ls /tmp"])["output"].startswith("/home/user\n")
+    # the host outside the session's home is read-only to the session; its /tmp is its own
+    marker = f"/tmp/rla-host-probe-{local_provider.session.session_id}"
+    assert client.execute(["touch", "/etc/rla-host-probe"])["returncode"] != 0
+    assert client.execute(["touch", marker])["returncode"] == 0
+    assert not os.path.exists(marker) and not os.path.exists("/etc/rla-host-probe")
+    # the session's LibreOffice profile is seeded: no first-start wizard, no recovery, no autosave
+    xcu = client.get_file("/home/user/.config/libreoffice/4/user/registrymodifications.xcu")
+    assert b'"FirstStartWizardCompleted"' in xcu and b'"ShowTipOfTheDay"' in xcu and b"AutoSave" in xcu
+
+
+SHIFT_IS_DOWN = ("from Xlib import XK; from Xlib.display import Display; d = Display(); "
+                 "code = d.keysym_to_keycode(XK.XK_Shift_L); print(bool(d.query_keymap()[code // 8] & (1 << code % 8)))")
+
+
+def _shift_is_down(client) -> str:
+    """Whether the X server has the left shift key down, as "True"/"False" (asked from inside the session)."""
+    return client.execute(["python", "-c", SHIFT_IS_DOWN])["output"].strip()
+
+
+@desktop
+def test_reset_closes_apps_and_restores_the_home(local_provider):
+    client = local_provider.start()
+    local_provider.reset()
+    listing = client.execute(["sh", "-c", "cd ~ && find . | sort"])["output"]
+    client.upload("/home/user/notes.txt", b"text")
+    client.upload("/home/user/.config/extra/settings.ini", b"[x]")
+    client.execute("echo changed >> ~/.config/libreoffice/4/user/registrymodifications.xcu", shell=True)
+    client.open_file("/home/user/notes.txt")
+    client.launch(["xterm", "-T", "left-open"])
+    client.execute("sleep 600 > /dev/null 2>&1 &", shell=True)
+    client.run_pyautogui("pyautogui.keyDown('shift'); pyautogui.moveTo(5, 5)")
+    assert _shift_is_down(client) == "True"
+    assert wait_until(lambda: "left-open" in client.execute(["wmctrl", "-l"])["output"])
+    assert client.execute(["pgrep", "-x", "mousepad"])["returncode"] == 0
+
+    local_provider.reset()
+
+    assert client.execute(["wmctrl", "-l"])["output"] == ""
+    for name in ("mousepad", "xterm", "sleep"):
+        assert client.execute(["pgrep", "-x", name])["returncode"] == 1, f"{name} survived the reset"
+    assert client.get_file("/home/user/notes.txt") is None
+    assert client.get_file("/home/user/.config/extra/settings.ini") is None
+    assert b"changed" not in client.get_file("/home/user/.config/libreoffice/4/user/registrymodifications.xcu")
+    assert client.execute(["sh", "-c", "cd ~ && find . | sort"])["output"] == listing
+    assert _shift_is_down(client) == "False"   # the reset let go of it
+    assert client.cursor_position() == (960, 540)
+    # and the session still works afterwards
+    client.upload("/home/user/again.txt", b"again")
+    client.open_file("/home/user/again.txt")
+
+
+@desktop
+def test_a_hundred_resets_leave_no_stray_process_and_close_leaves_nothing():
+    from rla_envs.desktop.providers.local import LocalProvider
+
+    from .conftest import local_desktop_unavailable
+
+    reason = local_desktop_unavailable()
+    if reason:
+        pytest.skip(reason)
+    provider = LocalProvider(screen_size=(800, 600))
+    try:
+        client = provider.start()
+        session_id = provider.session.session_id
+        core = sorted(session_processes(session_id))
+        assert len(core) >= 5   # bwrap, controller, Xvfb, the buses, openbox: the marker is seen
+        for round_number in range(100):
+            client.launch(["sleep", "600"])
+            client.execute("sleep 600 > /dev/null 2>&1 &", shell=True)
+            if round_number % 25 == 0:
+                client.upload("/home/user/r.txt", b"r")
+                client.open_file("/home/user/r.txt")
+            assert len(session_processes(session_id)) > len(core)
+            provider.reset()
+            assert sorted(session_processes(session_id)) == core, f"stray processes after reset {round_number}"
+        bwrap_pid = provider.session.pid
+    finally:
+        provider.close()
+    assert session_processes(session_id) == []
+    assert not os.path.exists(f"/proc/{bwrap_pid}") or open(f"/proc/{bwrap_pid}/stat").read().split()[2] == "Z"
+
+
+def test_a_missing_runtime_is_a_clear_error(tmp_path):
+    from rla_envs.desktop.session import SessionError
+
+    from rla_envs.desktop.providers.local import LocalProvider
+
+    with pytest.raises(SessionError, match="install-desktop.sh"):
+        LocalProvider(python=str(tmp_path / "no-python"))
+    with pytest.raises(TypeError, match="screen_size"):
+        LocalProvider(screen=(1, 2))
