@@ -21,6 +21,7 @@ ENV_IDS: dict[str, str] = {
     "rla/AlfWorld-v0": "rla_envs.alfworld.env:AlfWorldEnv",
     "rla/TextWorld-v0": "rla_envs.textworld.env:TextWorldEnv",
     "rla/Code-v0": "rla_envs.code.env:CodeEnv",
+    "rla/OSWorld-v0": "rla_envs.desktop.env:OSWorldEnv",
 }
 
 for _env_id, _entry_point in ENV_IDS.items():

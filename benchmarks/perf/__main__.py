@@ -21,6 +21,8 @@ SUITES: dict[str, tuple[str, ...]] = {
     "trainer": ("benchmarks.perf.trainer",),
 }
 SUITES["all"] = tuple(dict.fromkeys(m for modules in SUITES.values() for m in modules))
+# After "all": the desktop suite needs Debian's desktop packages (scripts/install-desktop.sh), so it runs by name.
+SUITES["desktop"] = ("benchmarks.perf.desktop",)
 
 
 def run_suite(name: str, quick: bool) -> list[Metric]:

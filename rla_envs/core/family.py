@@ -20,6 +20,7 @@ FAMILY_ENTRY_POINTS: dict[str, str] = {
     "alfworld": "rla_envs.alfworld.family:AlfWorldFamily",
     "textworld": "rla_envs.textworld.family:TextWorldFamily",
     "code": "rla_envs.code.family:CodeFamily",
+    "desktop": "rla_envs.desktop.family:DesktopFamily",
 }
 
 

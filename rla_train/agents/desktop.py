@@ -55,8 +55,10 @@ class DesktopAgent(ChatAgent):
         return self._screen(observation, f"Task: {instruction}\n\n")
 
     def feedback(self, observation: Any, info: Mapping[str, Any]) -> Any:
-        """The screen after the last action."""
-        return self._screen(observation, "After your action:\n")
+        """The screen after the last action, and why the action was refused when it was."""
+        error = info.get("action_error")
+        header = f"Your action was not run: {error}\n" if error else "After your action:\n"
+        return self._screen(observation, header)
 
     def parse(self, completion: str, info: Mapping[str, Any]) -> ParsedAction:
         """pyautogui code or WAIT/DONE/FAIL."""

@@ -181,3 +181,11 @@ def test_compact_prompt_is_one_short_turn_with_memory_last_answer_and_commands()
     assert "Not visited: go to cabinet 2, go to drawer 2," in hidden[1]["content"]
     with pytest.raises(ValueError, match="prompt_style"):
         TextGameAgent(prompt_style="short")
+
+
+def test_desktop_agent_says_why_the_last_action_was_refused():
+    screen = {"instruction": "Open the file", "accessibility_tree": "<desktop/>", "screenshot": None}
+    agent = DesktopAgent()
+    assert agent.feedback(screen, {"action_error": None}).startswith("After your action:")
+    refused = agent.feedback(screen, {"action_error": "SyntaxError: invalid syntax (line 1)"})
+    assert refused.startswith("Your action was not run: SyntaxError: invalid syntax (line 1)")

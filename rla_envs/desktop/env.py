@@ -1,0 +1,362 @@
+"""OSWorldEnv: OSWorld's desktop tasks on a real Linux desktop, as a Gymnasium env (``rla/OSWorld-v0``)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from rla_envs.core.env import TaskEnv
+from rla_envs.core.errors import InvalidTask, ResetNeeded, TaskNotFound
+from rla_envs.core.spaces import PrintableText, is_printable_text
+from rla_envs.core.task import Task
+from rla_envs.desktop.actions import MAX_CODE_CHARS, Action, parse_action
+
+__all__ = ["OSWorldEnv", "DEFAULT_WAIT_SECONDS", "WAIT_ACTION_SECONDS", "MAX_TREE_CHARS"]
+
+DEFAULT_WAIT_SECONDS = 0.1
+"""Pause after a pyautogui action before the screen is read (OSWorld pauses 2 s)."""
+WAIT_ACTION_SECONDS = 1.0
+"""How long the ``WAIT`` action waits."""
+MAX_TREE_CHARS = 500_000
+"""The accessibility tree is cut to this many characters (the observation space's limit)."""
+MAX_INSTRUCTION_CHARS = 10_000
+DEFAULT_SCREEN_SIZE = (1920, 1080)
+
+
+def _printable(text: str, limit: int) -> str:
+    """``text`` with unprintable characters turned into spaces, cut to ``limit`` characters."""
+    text = text[:limit]
+    if is_printable_text(text):
+        return text
+    return "".join(ch if ch.isprintable() or ch in "\n\t" else " " for ch in text)
+
+
+class OSWorldEnv(TaskEnv):
+    """Operate a Linux desktop to do an OSWorld task; scored by OSWorld's evaluator when the agent is done.
+
+    ## Description
+    Each task is an OSWorld task JSON (``rla_envs.desktop.osworld.tasks``): setup steps (download files,
+    launch or open apps), an instruction and an evaluator. A desktop session (Xvfb, openbox, AT-SPI,
+    mousepad, LibreOffice, xterm and a controller server speaking OSWorld's HTTP API) runs through a
+    provider: ``"local"`` (a process group on this machine) or ``"docker"`` (a container). ``reset`` brings
+    the session back to its initial state, runs the task's setup steps and observes the screen.
+    The default task set is the bundled original tasks (``rla_envs.desktop.tasks``).
+
+    ## Action Space
+    ``PrintableText`` (up to 20,000 characters): pyautogui code (optionally in a fenced block), run inside
+    the session with ``pyautogui`` and ``time`` in scope; or ``WAIT``, ``DONE`` or ``FAIL``. OSWorld's
+    computer_13 dicts (``{"action_type": "CLICK", "parameters": {"x": 5, "y": 9}}``, or their JSON text) are
+    accepted too and translated to pyautogui (``rla_envs.desktop.actions``). An action that cannot be used
+    (does not compile, unknown computer_13 type, off-screen coordinates, or code that raised in the
+    session) changes nothing; ``info["invalid_action"]`` is True and ``info["action_error"]`` says why.
+
+    ## Observation Space
+    ``Dict(screenshot=Box(0, 255, (H, W, 3), uint8), accessibility_tree=PrintableText,
+    instruction=PrintableText)``: the screen as RGB pixels, OSWorld's accessibility tree XML (``""`` when
+    ``accessibility_tree=False`` or when the tree could not be read in time; cut to 500,000 characters) and the
+    task's instruction.
+
+    ## Rewards
+    0.0 on every step until the episode ends; then OSWorld's score for the task, in [0, 1] (``evaluate``:
+    postconfig, getters, metrics). ``won`` is ``score >= 1``. Infeasible tasks score 1 only when the agent
+    says ``FAIL``.
+
+    ## Starting State
+    ``reset(options={"task": Task | dict | id})`` plays that task (an id is the Task id or the OSWorld id);
+    without one, a task is drawn from the task set with ``self.np_random`` (same seed, same task). A task
+    this env cannot run (unsupported step, getter or metric, or a file the cache lacks) is refused with
+    ``NotRunnable`` listing every reason, before the session is touched.
+
+    ## Episode End
+    Terminated on ``DONE`` or ``FAIL`` (the task is evaluated); truncated after ``max_steps`` actions (the
+    task is evaluated too, as OSWorld does, and ``info["evaluated_on"]`` says ``"truncation"``).
+
+    ## Info
+    The base keys (``task_id``, ``instruction``, ``won``, ``step``, ``invalid_action``) and ``osworld_id``,
+    ``app``, ``action_kind`` (``code``, ``WAIT``, ``DONE``, ``FAIL``, ``invalid``), ``action_source``
+    (``pyautogui``, ``special``, ``computer_13``), ``action_error``, ``score`` (None until evaluated),
+    ``evaluated_on`` (``DONE``, ``FAIL``, ``truncation`` or None) and ``evaluation_error`` (a getter or
+    metric that could not produce a score: the reward is then 0.0 and ``score`` None).
+
+    ## Expert
+    ``expert_action()`` returns the next step of the task's scripted solution (``rla_solution``), or
+    ``DONE`` past its end.
+
+    ## Arguments
+    * ``tasks``: tasks to play instead of the bundled set (Tasks, task dicts, or OSWorld JSON dicts).
+    * ``provider``: ``"local"`` (default), ``"docker"``, or a ready ``DesktopProvider`` (not closed by the
+      env); ``provider_options``: keyword arguments for ``make_provider``.
+    * ``cache_dir``: the OSWorld file cache for tasks that download files (``FileCache``); bundled
+      tasks need none.
+    * ``max_steps`` (15), ``screen_size`` (width, height; default: a ready provider's ``screen_size``, else
+      ``(1920, 1080)``; the env asks the provider it makes for this size), ``accessibility_tree`` (True),
+      ``wait_seconds`` (0.1: pause after each pyautogui action), ``action_timeout`` (60 s),
+      ``render_mode`` (``"rgb_array"`` or ``"ansi"``).
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    family = "desktop"
+    metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        tasks: Iterable[Task | Mapping[str, Any]] | None = None,
+        *,
+        provider: Any = "local",
+        provider_options: Mapping[str, Any] | None = None,
+        cache_dir: str | None = None,
+        max_steps: int = 15,
+        screen_size: tuple[int, int] | None = None,
+        accessibility_tree: bool = True,
+        wait_seconds: float = DEFAULT_WAIT_SECONDS,
+        action_timeout: float = 60.0,
+        render_mode: str | None = None,
+    ):
+        from rla_envs.desktop.osworld.cache import FileCache
+        from rla_envs.desktop.providers.base import PROVIDERS, DesktopProvider
+
+        if screen_size is None:  # a ready provider knows its screen; else OSWorld's 1920x1080
+            screen_size = getattr(provider, "screen_size", None) or DEFAULT_SCREEN_SIZE
+        try:
+            width, height = (int(v) for v in screen_size)
+        except (TypeError, ValueError):
+            raise ValueError(f"screen_size must be (width, height) in pixels, got {screen_size!r}") from None
+        if width < 1 or height < 1:
+            raise ValueError(f"screen_size must be (width, height) in pixels, got {screen_size!r}")
+        if wait_seconds < 0 or action_timeout <= 0:
+            raise ValueError(f"wait_seconds must be >= 0 and action_timeout > 0, got {wait_seconds}, "
+                             f"{action_timeout}")
+        if isinstance(provider, str):
+            if provider not in PROVIDERS:
+                raise ValueError(f"provider must be one of {sorted(PROVIDERS)} or a DesktopProvider, got {provider!r}")
+        elif not isinstance(provider, DesktopProvider):
+            raise ValueError(f"provider must be one of {sorted(PROVIDERS)} or a DesktopProvider, "
+                             f"got {type(provider).__name__}")
+        elif provider_options:
+            raise ValueError("provider_options apply when the env makes its provider; pass them to your provider")
+        tasks = None if tasks is None else [self._as_task(t) for t in tasks]
+        super().__init__(tasks, max_steps=max_steps, max_action_length=MAX_CODE_CHARS, render_mode=render_mode)
+        self.screen_size = (width, height)
+        self.use_accessibility_tree = bool(accessibility_tree)
+        self.wait_seconds = float(wait_seconds)
+        self.action_timeout = float(action_timeout)
+        self.cache = FileCache(cache_dir)
+        self._provider_spec = provider
+        self._provider_options = dict(provider_options or {})
+        self._provider: DesktopProvider | None = provider if isinstance(provider, DesktopProvider) else None
+        self._owns_provider = self._provider is None
+        self.observation_space = spaces.Dict({
+            "screenshot": spaces.Box(0, 255, (height, width, 3), np.uint8),
+            "accessibility_tree": PrintableText(max_length=MAX_TREE_CHARS),
+            "instruction": PrintableText(max_length=MAX_INSTRUCTION_CHARS),
+        })
+        self.action_space = PrintableText(max_length=MAX_CODE_CHARS)
+        self._last_obs: dict[str, Any] | None = None
+        self._last: dict[str, Any] = {}
+
+    # ----------------------------------------------------------------- tasks
+    def default_tasks(self) -> Sequence[Task]:
+        """The bundled original tasks."""
+        from rla_envs.desktop.tasks import bundled_tasks
+
+        return bundled_tasks()
+
+    @staticmethod
+    def _as_task(value: Any) -> Any:
+        """A raw OSWorld JSON dict becomes a Task; Tasks, task dicts and ids pass through."""
+        if isinstance(value, Mapping) and "spec" not in value and "evaluator" in value:
+            from rla_envs.desktop.osworld.tasks import load_task
+
+            return load_task(value)
+        return value
+
+    def _coerce_task(self, value: Any) -> Task:
+        return super()._coerce_task(self._as_task(value))
+
+    def get_task(self, task_id: str) -> Task:
+        """The task with this Task id or OSWorld id from the task set."""
+        try:
+            return super().get_task(task_id)
+        except TaskNotFound:
+            for task in self.tasks:
+                if task.meta.get("osworld_id") == task_id:
+                    return task
+            raise
+
+    # ----------------------------------------------------------------- session
+    @property
+    def provider(self):
+        """The desktop provider (made on first use from ``provider`` and ``provider_options``)."""
+        if self._provider is None:
+            from rla_envs.desktop.providers.base import PROVIDERS, make_provider
+
+            options = dict(self._provider_options)
+            module_name, _, attr = PROVIDERS[self._provider_spec].partition(":")
+            cls = getattr(importlib.import_module(module_name), attr)
+            parameters = inspect.signature(cls).parameters
+            if "screen_size" in parameters and "screen_size" not in options:
+                options["screen_size"] = self.screen_size
+            self._provider = make_provider(self._provider_spec, **options)
+        return self._provider
+
+    @property
+    def client(self):
+        """The running session's controller client (boots the session on first use)."""
+        return self.provider.start()
+
+    # ----------------------------------------------------------------- gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        from rla_envs.desktop.osworld.errors import NotRunnable
+        from rla_envs.desktop.osworld.runnable import not_runnable_reasons
+        from rla_envs.desktop.osworld.setup import run_steps
+        from rla_envs.desktop.osworld.tasks import osworld_json
+
+        gym.Env.reset(self, seed=seed)
+        options = options or {}
+        if options.get("task") is not None:
+            task = self._coerce_task(options["task"])
+        else:
+            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        raw = osworld_json(task)
+        has_app = getattr(self.provider, "has_app", None)  # a container knows its own programs
+        reasons = not_runnable_reasons(raw, cache=self.cache, has_app=has_app if callable(has_app) else None)
+        if reasons:
+            raise NotRunnable(str(raw.get("id")), reasons)
+        self.task = None  # no episode until the setup succeeded
+        self._episode_over = True
+        client = self.client
+        self.provider.reset()
+        run_steps(client, raw.get("config") or [], cache=self.cache, task_id=str(raw["id"]))
+        self.task = task
+        self._raw = raw
+        self._step_count = 0
+        self._episode_over = False
+        self._last = self._fresh_info(kind=None, source=None)
+        observation = self._observe()
+        return observation, self._info(won=False, invalid_action=False, family_info=self._last)
+
+    def step(self, action: Any):
+        if self.task is None:
+            raise ResetNeeded(f"{type(self).__name__}.step() called before reset(); call env.reset() first")
+        if self._episode_over:
+            raise ResetNeeded(f"{type(self).__name__}.step() called after the episode ended; call env.reset()")
+        self._step_count += 1
+        parsed = parse_action(action, screen_size=self.screen_size)
+        info = self._fresh_info(kind=parsed.kind, source=parsed.source)
+        error = self._perform(parsed)
+        info["action_error"] = error
+        terminated = parsed.ends_episode
+        truncated = not terminated and self._step_count >= self.max_steps
+        reward = 0.0
+        if terminated or truncated:
+            info["evaluated_on"] = parsed.kind if terminated else "truncation"
+            last_action = parsed.kind if terminated else (parsed.code or None)
+            info["score"], info["evaluation_error"] = self._evaluate(last_action)
+            reward = float(info["score"] or 0.0)
+        self._episode_over = terminated or truncated
+        self._last = info
+        observation = self._observe()
+        won = info["score"] is not None and info["score"] >= 1.0
+        return observation, reward, terminated, truncated, self._info(
+            won=won, invalid_action=error is not None, family_info=info)
+
+    def render(self):
+        if self._last_obs is None:
+            return None
+        if self.render_mode == "rgb_array":
+            return self._last_obs["screenshot"].copy()
+        if self.render_mode == "ansi":
+            return f"Task: {self._last_obs['instruction']}\n\n{self._last_obs['accessibility_tree']}"
+        return None
+
+    def close(self) -> None:
+        """Stop the desktop session when the env made its provider (a provider passed in is left running)."""
+        if self._provider is not None and self._owns_provider:
+            self._provider.close()
+            self._provider = None
+        super().close()
+
+    def expert_action(self) -> str:
+        """The next step of the task's scripted solution (``DONE`` past its end)."""
+        from rla_envs.desktop.tasks import solution_steps
+
+        if self.task is None:
+            raise ResetNeeded("expert_action() needs a running episode; call env.reset() first")
+        steps = solution_steps(self.task)
+        return steps[self._step_count] if self._step_count < len(steps) else "DONE"
+
+    # ----------------------------------------------------------------- helpers
+    def _perform(self, parsed: Action) -> str | None:
+        """Carry out a code or WAIT action; return the problem text when the action could not be used."""
+        from rla_envs.desktop.client import ControllerError
+
+        if parsed.kind == "invalid":
+            return parsed.problem
+        if parsed.kind == "WAIT":
+            time.sleep(WAIT_ACTION_SECONDS)
+        if parsed.kind != "code":
+            return None
+        try:
+            reply = self.client.run_pyautogui(parsed.code, timeout=self.action_timeout)
+        except ControllerError as exc:
+            return f"the action could not be run: {exc}"
+        if self.wait_seconds:
+            time.sleep(self.wait_seconds)
+        if reply.get("status") != "success":
+            return f"the code raised in the session: {str(reply.get('error') or reply)[:2000]}"
+        return None
+
+    def _evaluate(self, last_action: str | None) -> tuple[float | None, str | None]:
+        """OSWorld's score for the session's state, or (None, reason) when no score could be made."""
+        from rla_envs.desktop.client import ControllerError
+        from rla_envs.desktop.osworld.errors import EvaluationError, SetupFailed
+        from rla_envs.desktop.osworld.evaluator import evaluate
+
+        try:
+            score = float(evaluate(self.client, self._raw, cache=self.cache, last_action=last_action))
+        except (EvaluationError, SetupFailed, ControllerError) as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        return min(max(score, 0.0), 1.0), None
+
+    def _observe(self) -> dict[str, Any]:
+        assert self.task is not None
+        client = self.client
+        screenshot = np.array(client.screenshot_array(), dtype=np.uint8, copy=True)
+        expected = self.observation_space["screenshot"].shape
+        if screenshot.shape != expected:
+            raise InvalidTask(f"the desktop session's screen is {screenshot.shape[1]}x{screenshot.shape[0]} but the "
+                              f"env was built with screen_size={self.screen_size}; make the provider's screen match "
+                              "(provider_options) or pass its size as screen_size")
+        tree = ""
+        if self.use_accessibility_tree:
+            from rla_envs.desktop.client import ControllerError
+
+            try:
+                tree = client.accessibility_tree()
+            except ControllerError:  # a busy app can time the tree out; the screenshot still shows the screen
+                tree = ""
+        observation = {
+            "screenshot": screenshot,
+            "accessibility_tree": _printable(tree or "", MAX_TREE_CHARS),
+            "instruction": _printable(self.task.instruction, MAX_INSTRUCTION_CHARS),
+        }
+        self._last_obs = observation
+        return observation
+
+    def _fresh_info(self, *, kind: str | None, source: str | None) -> dict[str, Any]:
+        assert self.task is not None
+        return {"osworld_id": str(self._raw.get("id")), "app": str(self.task.meta.get("app", "")),
+                "action_kind": kind, "action_source": source, "action_error": None, "score": None,
+                "evaluated_on": None, "evaluation_error": None}
+
+    def _current_info(self) -> dict[str, Any]:
+        return dict(self._last)

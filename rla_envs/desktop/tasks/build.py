@@ -1,0 +1,407 @@
+"""Regenerates the bundled desktop tasks: their OSWorld JSON files, input files and gold files.
+
+Run ``python -m rla_envs.desktop.tasks.build`` after editing a task here; it rewrites
+``examples/<app>/<id>.json`` and ``files/<id>/*`` (spreadsheets with openpyxl, documents with python-docx,
+text as is). The JSON follows OSWorld's task format unchanged, plus keys OSWorld ignores:
+
+* ``rla_solution``: the scripted solution, a list of actions for the env (pyautogui code steps, then
+  ``DONE`` or ``FAIL``), which scores 1 when played from the task's start state;
+* ``rla_hints``: hint sentences the family's ``mutate`` may add to the instruction (easier) or remove;
+* ``rla_variants`` / ``rla_variant``: alternative evaluators (``{"name", "level", "evaluator"}``; a higher
+  ``level`` is stricter) and the one in use, which the family's ``mutate`` switches between.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TASKS", "build", "SAVE_OFFICE_CODE"]
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE / "examples"
+FILES = HERE / "files"
+HOME = "/home/user"
+
+# Saving an Office-format file in LibreOffice asks "Keep current format?" ("Confirm File Format" dialog) unless
+# the profile turns the question off; Enter keeps the format. Used by the solutions and the postconfig.
+SAVE_OFFICE_CODE = (
+    "import subprocess\n"
+    "pyautogui.hotkey('ctrl', 's')\n"
+    "time.sleep(1.5)\n"
+    "found = subprocess.run(['xdotool', 'search', '--name', 'Confirm File Format'], capture_output=True)\n"
+    "if found.stdout.strip():\n"
+    "    pyautogui.press('enter')\n"
+    "    time.sleep(1.0)\n"
+)
+_SAVE_OFFICE_COMMAND = ["python", "-c", "import pyautogui, time\n" + SAVE_OFFICE_CODE]
+NAME_BOX = "pyautogui.hotkey('ctrl', 'shift', 'f5')\ntime.sleep(0.3)\n"
+
+
+def _bundled(task_id: str, name: str) -> str:
+    return f"rla-bundled://{task_id}/{name}"
+
+
+def _download(task_id: str, name: str, path: str) -> dict[str, Any]:
+    return {"type": "download", "parameters": {"files": [{"url": _bundled(task_id, name), "path": path}]}}
+
+
+def _launch(command: list[str], title: str, seconds: float = 2.0) -> list[dict[str, Any]]:
+    return [{"type": "launch", "parameters": {"command": command}},
+            {"type": "sleep", "parameters": {"seconds": seconds}},
+            {"type": "activate_window", "parameters": {"window_name": title}}]
+
+
+def _open(path: str) -> dict[str, Any]:
+    """OSWorld's ``open`` step: the file's app (or the named app) is started and its window waited for."""
+    return {"type": "open", "parameters": {"path": path}}
+
+
+def _open_office(path: str, title: str) -> list[dict[str, Any]]:
+    """Open a document in LibreOffice: its window shows before it takes keys, so wait, then focus it."""
+    return [_open(path), {"type": "sleep", "parameters": {"seconds": 2.0}},
+            {"type": "activate_window", "parameters": {"window_name": title, "strict": True}}]
+
+
+def _mkdir(path: str) -> dict[str, Any]:
+    return {"type": "execute", "parameters": {"command": ["mkdir", "-p", path]}}
+
+
+def _text_eval(task_id: str, path: str, gold: str, **options: Any) -> dict[str, Any]:
+    name = Path(path).name
+    evaluator = {"func": "compare_text_file",
+                 "result": {"type": "vm_file", "path": path, "dest": name},
+                 "expected": {"type": "cloud_file", "path": _bundled(task_id, gold), "dest": gold}}
+    if options:
+        evaluator["options"] = options
+    return evaluator
+
+
+def _office_postconfig(title: str) -> list[dict[str, Any]]:
+    return [{"type": "activate_window", "parameters": {"window_name": title, "strict": True}},
+            {"type": "sleep", "parameters": {"seconds": 0.5}},
+            {"type": "execute", "parameters": {"command": _SAVE_OFFICE_COMMAND}},
+            {"type": "sleep", "parameters": {"seconds": 0.5}}]
+
+
+def _command_eval(command: str, include: list[str], exclude: list[str]) -> dict[str, Any]:
+    return {"func": "check_include_exclude",
+            "result": {"type": "vm_command_line", "command": command, "shell": True},
+            "expected": {"type": "rule", "rules": {"include": include, "exclude": exclude}}}
+
+
+def _type(text: str) -> str:
+    return f"pyautogui.typewrite({text!r}, interval=0.01)"
+
+
+def _xterm() -> list[dict[str, Any]]:
+    """Start a terminal titled 'Terminal' (bash prompts may not retitle it) and wait for its window."""
+    return [{"type": "launch", "parameters": {"command": ["xterm", "-title", "Terminal", "-xrm",
+                                                          "XTerm*allowTitleOps: false"]}},
+            {"type": "execute", "parameters": {"command": "wmctrl -l | grep -q ' Terminal$'", "shell": True,
+                                               "until": {"returncode": 0}}},
+            {"type": "activate_window", "parameters": {"window_name": "Terminal", "strict": True}}]
+
+
+# --------------------------------------------------------------------------- the tasks
+
+def _tasks() -> list[dict[str, Any]]:
+    tasks: list[dict[str, Any]] = []
+
+    def add(task_id: str, app: str, instruction: str, config: list, evaluator: dict, solution: list[str],
+            files: dict[str, Any], *, hints: list[str] = (), variants: list[dict] | None = None,
+            related_apps: list[str] = ()) -> None:
+        task: dict[str, Any] = {
+            "id": task_id, "snapshot": app, "instruction": instruction,
+            "source": "rla bundled task (original)", "config": config,
+            "related_apps": list(related_apps) or [app], "evaluator": evaluator,
+            "proxy": False, "fixed_ip": False, "possibility_of_env_change": "low",
+            "rla_solution": solution, "rla_hints": list(hints),
+        }
+        if variants:
+            task["rla_variants"] = variants
+            task["rla_variant"] = next(v["name"] for v in variants if v["evaluator"] == evaluator)
+        tasks.append({"app": app, "json": task, "files": files})
+
+    # ---- text editing in mousepad -------------------------------------------------------------------
+    tid = "rla-mousepad-append-line"
+    path = f"{HOME}/shopping.txt"
+    strict = _text_eval(tid, path, "shopping_gold.txt")
+    lenient = _text_eval(tid, path, "shopping_gold.txt", ignore_blanks=True)
+    add(tid, "mousepad",
+        "The shopping list /home/user/shopping.txt is open in the text editor. Add 'milk' as a new last line "
+        "and save the file.",
+        [_download(tid, "shopping.txt", path), _open(path)],
+        strict,
+        ["pyautogui.hotkey('ctrl', 'end')", _type("milk\n"), "pyautogui.hotkey('ctrl', 's')\ntime.sleep(0.5)",
+         "DONE"],
+        {"shopping.txt": "eggs\nbread\nbutter\n", "shopping_gold.txt": "eggs\nbread\nbutter\nmilk\n"},
+        hints=["Ctrl+End moves the cursor to the end of the file and Ctrl+S saves it."],
+        variants=[{"name": "exact", "level": 1, "evaluator": strict},
+                  {"name": "ignore_blanks", "level": 0, "evaluator": lenient}])
+
+    tid = "rla-mousepad-fix-typos"
+    path = f"{HOME}/memo.txt"
+    wrong = "Teh meeting moves to Friday.\nPlease bring teh budget notes.\nWe will review teh plan together.\n"
+    right = wrong.replace("Teh", "The").replace("teh", "the")
+    add(tid, "mousepad",
+        "Fix the typos in /home/user/memo.txt, which is open in the text editor: every 'teh' should read 'the' "
+        "(keep the capital T where the word starts a sentence). Save the file.",
+        [_download(tid, "memo.txt", path), _open(path)],
+        _text_eval(tid, path, "memo_gold.txt"),
+        ["pyautogui.hotkey('ctrl', 'a')", _type(right), "pyautogui.hotkey('ctrl', 's')\ntime.sleep(0.5)", "DONE"],
+        {"memo.txt": wrong, "memo_gold.txt": right},
+        hints=["Three words need fixing, one on each line."])
+
+    tid = "rla-mousepad-new-file"
+    path = f"{HOME}/todo.txt"
+    content = "call Ana\npay rent\nwater plants\n"
+    add(tid, "mousepad",
+        "Using the open text editor, create the file /home/user/todo.txt holding three lines: 'call Ana', "
+        "'pay rent' and 'water plants', each ending with a line break.",
+        _launch(["mousepad"], "Mousepad"),
+        _text_eval(tid, path, "todo_gold.txt"),
+        [_type(content), "pyautogui.hotkey('ctrl', 's')\ntime.sleep(1.5)",
+         "pyautogui.hotkey('ctrl', 'a')\n" + _type(path) + "\ntime.sleep(0.3)\npyautogui.press('enter')\n"
+         "time.sleep(1.0)", "DONE"],
+        {"todo_gold.txt": content},
+        hints=["Ctrl+S opens the save dialog; type the full path into its name field and press Enter."])
+
+    tid = "rla-mousepad-sort-lines"
+    path = f"{HOME}/guests.txt"
+    names = ["Priya", "Tomas", "Greta", "Wen", "Olu", "Bea"]
+    add(tid, "mousepad",
+        "Sort the names in /home/user/guests.txt (open in the text editor) alphabetically, one per line, "
+        "and save the file.",
+        [_download(tid, "guests.txt", path), _open(path)],
+        _text_eval(tid, path, "guests_gold.txt"),
+        ["pyautogui.hotkey('ctrl', 'a')", _type("".join(f"{n}\n" for n in sorted(names))),
+         "pyautogui.hotkey('ctrl', 's')\ntime.sleep(0.5)", "DONE"],
+        {"guests.txt": "".join(f"{n}\n" for n in names), "guests_gold.txt": "".join(f"{n}\n" for n in sorted(names))},
+        hints=["The first name of the sorted list is Bea."])
+
+    # ---- files and the terminal -----------------------------------------------------------------------
+    tid = "rla-os-make-dirs"
+    target = f"{HOME}/projects/alpha/src"
+    add(tid, "os",
+        "Create the directory /home/user/projects/alpha/src (with its parent directories). A terminal is open.",
+        _xterm(),
+        _command_eval(f"test -d {target} && echo present || echo absent", ["present"], ["absent"]),
+        [_type("mkdir -p ~/projects/alpha/src\n"), "time.sleep(0.5)", "DONE"],
+        {}, hints=["mkdir -p creates the parent directories too."], related_apps=["terminal"])
+
+    tid = "rla-os-rename-file"
+    add(tid, "os",
+        "In /home/user/Documents, rename report_draft.txt to report_final.txt. A terminal is open.",
+        [_mkdir(f"{HOME}/Documents"), _download(tid, "report_draft.txt", f"{HOME}/Documents/report_draft.txt"),
+         *_xterm()],
+        _command_eval(f"ls {HOME}/Documents", ["report_final.txt"], ["report_draft.txt"]),
+        [_type("mv ~/Documents/report_draft.txt ~/Documents/report_final.txt\n"), "time.sleep(0.5)", "DONE"],
+        {"report_draft.txt": "Q3 report: revenue up 4%.\n"},
+        hints=["The mv command renames files."], related_apps=["terminal"])
+
+    tid = "rla-os-count-errors"
+    log = "".join(f"2026-11-0{1 + i % 9} {'ERROR' if i % 3 == 0 else 'INFO'} event {i}\n" for i in range(20))
+    count = sum("ERROR" in line for line in log.splitlines())
+    exact = {"func": "exact_match",
+             "result": {"type": "vm_command_line", "command": f"cat {HOME}/error_count.txt", "shell": True},
+             "expected": {"type": "rule", "rules": {"expected": f"{count}\n"}}}
+    trimmed = {"func": "exact_match",
+               "result": {"type": "vm_command_line", "command": f"tr -d '[:space:]' < {HOME}/error_count.txt",
+                          "shell": True},
+               "expected": {"type": "rule", "rules": {"expected": f"{count}"}}}
+    add(tid, "os",
+        "Count the lines of /home/user/logs/app.log that contain the word ERROR and write just that number, "
+        "followed by a line break, to /home/user/error_count.txt. A terminal is open.",
+        [_mkdir(f"{HOME}/logs"), _download(tid, "app.log", f"{HOME}/logs/app.log"), *_xterm()],
+        exact,
+        [_type("grep -c ERROR ~/logs/app.log > ~/error_count.txt\n"), "time.sleep(0.5)", "DONE"],
+        {"app.log": log},
+        hints=["grep -c counts matching lines."], related_apps=["terminal"],
+        variants=[{"name": "exact", "level": 1, "evaluator": exact},
+                  {"name": "ignore_whitespace", "level": 0, "evaluator": trimmed}])
+
+    tid = "rla-os-make-executable"
+    script = f"{HOME}/bin/backup.sh"
+    add(tid, "os",
+        "Make the script /home/user/bin/backup.sh executable. A terminal is open.",
+        [_mkdir(f"{HOME}/bin"), _download(tid, "backup.sh", script), *_xterm()],
+        _command_eval(f"test -x {script} && echo is-executable || echo not-executable",
+                      ["is-executable"], ["not-executable"]),
+        [_type("chmod +x ~/bin/backup.sh\n"), "time.sleep(0.5)", "DONE"],
+        {"backup.sh": "#!/bin/sh\ntar czf \"$HOME/backup.tgz\" \"$HOME/Documents\"\n"},
+        hints=["chmod +x sets the executable bit."], related_apps=["terminal"])
+
+    tid = "rla-os-infeasible-registry"
+    add(tid, "os",
+        "Open the Windows Registry Editor on this computer and set the key HKEY_CURRENT_USER\\Console\\"
+        "QuickEdit to 0.",
+        _xterm(),
+        {"func": "infeasible"},
+        ["FAIL"],
+        {}, hints=["This computer runs Linux."], related_apps=["terminal"])
+
+    # ---- spreadsheets in LibreOffice Calc --------------------------------------------------------------
+    tid = "rla-calc-sum-total"
+    path = f"{HOME}/sales.xlsx"
+    months = [("Jan", 120), ("Feb", 95), ("Mar", 143), ("Apr", 88), ("May", 160), ("Jun", 131)]
+    rows = [["Month", "Sales"], *map(list, months), ["Total", None]]
+    gold = [r[:] for r in rows]
+    gold[-1][1] = sum(v for _, v in months)
+    add(tid, "libreoffice_calc",
+        "In /home/user/sales.xlsx, open in LibreOffice Calc, put the total of the monthly sales (B2:B7) into "
+        "cell B8 using a formula, and save the file in its current format.",
+        [_download(tid, "sales.xlsx", path), *_open_office(path, "sales.xlsx - LibreOffice Calc")],
+        _calc_eval(tid, path, "sales_gold.xlsx", "sales.xlsx - LibreOffice Calc"),
+        [NAME_BOX + _type("B8\n"), _type("=SUM(B2:B7)\n"), SAVE_OFFICE_CODE, "DONE"],
+        {"sales.xlsx": rows, "sales_gold.xlsx": gold},
+        hints=["Ctrl+Shift+F5 jumps to the Name Box, where you can type a cell address."],
+        related_apps=["libreoffice calc"])
+
+    tid = "rla-calc-fill-formula"
+    path = f"{HOME}/orders.xlsx"
+    items = [("Pens", 12, 1.5), ("Paper", 4, 6.25), ("Stapler", 2, 9.5), ("Tape", 7, 2.0), ("Folders", 10, 0.75)]
+    rows = [["Item", "Quantity", "Unit price", "Amount"], *[[n, q, p, None] for n, q, p in items]]
+    gold = [["Item", "Quantity", "Unit price", "Amount"], *[[n, q, p, q * p] for n, q, p in items]]
+    add(tid, "libreoffice_calc",
+        "In /home/user/orders.xlsx (open in LibreOffice Calc), fill D2:D6 with formulas giving each row's "
+        "amount, Quantity times Unit price. Save the file in its current format.",
+        [_download(tid, "orders.xlsx", path), *_open_office(path, "orders.xlsx - LibreOffice Calc")],
+        _calc_eval(tid, path, "orders_gold.xlsx", "orders.xlsx - LibreOffice Calc"),
+        [NAME_BOX + _type("D2\n"), _type("=B2*C2\n"), NAME_BOX + _type("D2:D6\n"), "pyautogui.hotkey('ctrl', 'd')",
+         SAVE_OFFICE_CODE, "DONE"],
+        {"orders.xlsx": rows, "orders_gold.xlsx": gold},
+        hints=["Write =B2*C2 in D2, select D2:D6 and press Ctrl+D to fill it down."],
+        related_apps=["libreoffice calc"])
+
+    tid = "rla-calc-sort-scores"
+    path = f"{HOME}/scores.xlsx"
+    people = [("Maya", 71), ("Jonas", 94), ("Ikram", 58), ("Femi", 83), ("Chloe", 90), ("Ravi", 66)]
+    ordered = sorted(people, key=lambda p: -p[1])
+    rows = [["Name", "Score"], *map(list, people)]
+    gold = [["Name", "Score"], *map(list, ordered)]
+    add(tid, "libreoffice_calc",
+        "Sort the rows of /home/user/scores.xlsx (open in LibreOffice Calc) by Score, highest first, keeping "
+        "the header in row 1 and each name with its score. Save the file in its current format.",
+        [_download(tid, "scores.xlsx", path), *_open_office(path, "scores.xlsx - LibreOffice Calc")],
+        _calc_eval(tid, path, "scores_gold.xlsx", "scores.xlsx - LibreOffice Calc"),
+        [NAME_BOX + _type("A2\n"), _type("".join(f"{n}\t{s}\n" for n, s in ordered)), SAVE_OFFICE_CODE, "DONE"],
+        {"scores.xlsx": rows, "scores_gold.xlsx": gold},
+        hints=["Data > Sort sorts a selected range; choose Score, descending."],
+        related_apps=["libreoffice calc"])
+
+    tid = "rla-calc-bold-header"
+    path = f"{HOME}/inventory.xlsx"
+    stock = [["Part", "Bin", "Count"], ["Bolt", "A3", 140], ["Nut", "A4", 220], ["Washer", "B1", 75],
+             ["Hinge", "C2", 12]]
+    add(tid, "libreoffice_calc",
+        "Make the header cells A1:C1 of /home/user/inventory.xlsx (open in LibreOffice Calc) bold, change "
+        "nothing else, and save the file in its current format.",
+        [_download(tid, "inventory.xlsx", path), *_open_office(path, "inventory.xlsx - LibreOffice Calc")],
+        _calc_eval(tid, path, "inventory_gold.xlsx", "inventory.xlsx - LibreOffice Calc",
+                   extra_rules=[{"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["font_bold"]}]),
+        [NAME_BOX + _type("A1:C1\n"), "pyautogui.hotkey('ctrl', 'b')", SAVE_OFFICE_CODE, "DONE"],
+        {"inventory.xlsx": stock, "inventory_gold.xlsx": {"rows": stock, "bold_rows": [1]}},
+        hints=["Select A1:C1 through the Name Box (Ctrl+Shift+F5) and press Ctrl+B."],
+        related_apps=["libreoffice calc"])
+
+    # ---- a document in LibreOffice Writer --------------------------------------------------------------
+    tid = "rla-writer-add-closing"
+    path = f"{HOME}/letter.docx"
+    body = ["Dear Mr. Okafor,", "Thank you for the quick delivery of the chairs.",
+            "We look forward to working with you again."]
+    add(tid, "libreoffice_writer",
+        "Add a new last paragraph reading 'Kind regards, Lena' to /home/user/letter.docx (open in LibreOffice "
+        "Writer) and save it in Word format.",
+        [_download(tid, "letter.docx", path), *_open_office(path, "letter.docx - LibreOffice Writer")],
+        _docx_eval(tid, path, "letter_gold.docx", "letter.docx - LibreOffice Writer"),
+        ["pyautogui.hotkey('ctrl', 'end')", "pyautogui.press('enter')\n" + _type("Kind regards, Lena"),
+         SAVE_OFFICE_CODE, "DONE"],
+        {"letter.docx": body, "letter_gold.docx": body + ["Kind regards, Lena"]},
+        hints=["Ctrl+End jumps to the end of the document."], related_apps=["libreoffice writer"])
+
+    tid = "rla-writer-insert-title"
+    path = f"{HOME}/minutes.docx"
+    body = ["Present: Ada, Bo, Cy.", "Decisions: the picnic is on June 3.", "Next meeting: May 20."]
+    add(tid, "libreoffice_writer",
+        "Insert a new first paragraph reading 'Club Minutes' at the top of /home/user/minutes.docx (open in "
+        "LibreOffice Writer), above the existing text, and save it in Word format.",
+        [_download(tid, "minutes.docx", path), *_open_office(path, "minutes.docx - LibreOffice Writer")],
+        _docx_eval(tid, path, "minutes_gold.docx", "minutes.docx - LibreOffice Writer"),
+        ["pyautogui.hotkey('ctrl', 'home')", _type("Club Minutes") + "\npyautogui.press('enter')",
+         SAVE_OFFICE_CODE, "DONE"],
+        {"minutes.docx": body, "minutes_gold.docx": ["Club Minutes"] + body},
+        hints=["Ctrl+Home jumps to the start of the document."], related_apps=["libreoffice writer"])
+    return tasks
+
+
+def _calc_eval(task_id: str, path: str, gold: str, title: str, extra_rules: list | None = None) -> dict[str, Any]:
+    rules = [{"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}, *(extra_rules or [])]
+    return {"postconfig": _office_postconfig(title), "func": "compare_table",
+            "result": {"type": "vm_file", "path": path, "dest": Path(path).name},
+            "expected": {"type": "cloud_file", "path": _bundled(task_id, gold), "dest": gold},
+            "options": {"rules": rules}}
+
+
+def _docx_eval(task_id: str, path: str, gold: str, title: str) -> dict[str, Any]:
+    return {"postconfig": _office_postconfig(title), "func": "compare_docx_files",
+            "result": {"type": "vm_file", "path": path, "dest": Path(path).name},
+            "expected": {"type": "cloud_file", "path": _bundled(task_id, gold), "dest": gold}}
+
+
+TASKS = _tasks()
+"""Every bundled task: ``{"app", "json", "files"}`` (file contents: text, spreadsheet rows or paragraphs)."""
+
+
+# --------------------------------------------------------------------------- writing
+
+def _write_file(path: Path, content: Any) -> None:
+    if path.suffix == ".xlsx":
+        import openpyxl
+        import openpyxl.styles
+
+        rows, bold_rows = (content["rows"], content["bold_rows"]) if isinstance(content, dict) else (content, [])
+        workbook = openpyxl.Workbook()
+        sheet = workbook.active
+        sheet.title = "Sheet1"
+        for row in rows:
+            sheet.append(row)
+        for number in bold_rows:
+            for cell in sheet[number]:
+                cell.font = openpyxl.styles.Font(bold=True)
+        workbook.save(path)
+    elif path.suffix == ".docx":
+        import docx
+
+        document = docx.Document()
+        for paragraph in content:
+            document.add_paragraph(paragraph)
+        document.save(path)
+    else:
+        path.write_text(content, encoding="utf-8")
+
+
+def build(examples: Path = EXAMPLES, files: Path = FILES) -> list[Path]:
+    """Write every bundled task's JSON and files (replacing what was there); return the JSON paths."""
+    written = []
+    for directory in (examples, files):
+        if directory.exists():
+            shutil.rmtree(directory)
+    for task in TASKS:
+        task_id = task["json"]["id"]
+        json_path = examples / task["app"] / f"{task_id}.json"
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(task["json"], indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(json_path)
+        for name, content in task["files"].items():
+            file_path = files / task_id / name
+            file_path.parent.mkdir(parents=True, exist_ok=True)
+            _write_file(file_path, content)
+    return written
+
+
+if __name__ == "__main__":
+    for written_path in build():
+        print(written_path.relative_to(HERE))

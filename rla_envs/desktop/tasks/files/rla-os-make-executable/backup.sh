@@ -1,0 +1,2 @@
+#!/bin/sh
+tar czf "$HOME/backup.tgz" "$HOME/Documents"

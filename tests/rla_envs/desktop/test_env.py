@@ -1,0 +1,175 @@
+"""rla/OSWorld-v0: the Gymnasium contract, actions, evaluation at DONE/FAIL/truncation, refused tasks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from rla_envs.core.errors import InvalidTask, ResetNeeded, TaskNotFound
+from rla_envs.core.task import thaw
+from rla_envs.desktop.env import OSWorldEnv
+from rla_envs.desktop.osworld.errors import NotRunnable
+from rla_envs.desktop.providers.base import DesktopProvider
+from rla_envs.desktop.tasks import bundled_tasks
+
+INFO_KEYS = {"task_id", "instruction", "won", "step", "invalid_action", "osworld_id", "app", "action_kind",
+             "action_source", "action_error", "score", "evaluated_on", "evaluation_error"}
+
+
+def by_osworld_id(osworld_id: str):
+    return next(t for t in bundled_tasks() if t.meta["osworld_id"] == osworld_id)
+
+
+class UntouchableProvider(DesktopProvider):
+    """A provider that fails the test if the env ever starts or resets a session."""
+
+    name = "untouchable"
+    screen_size = (640, 480)
+
+    def start(self):
+        raise AssertionError("the env started a session for a task it should have refused")
+
+    def reset(self):
+        raise AssertionError("the env reset a session for a task it should have refused")
+
+    def close(self):
+        pass
+
+
+# ----------------------------------------------------------------- without a desktop
+
+def test_constructor_checks_its_arguments():
+    with pytest.raises(ValueError, match="provider must be one of"):
+        OSWorldEnv(provider="vmware")
+    with pytest.raises(ValueError, match="screen_size"):
+        OSWorldEnv(screen_size=(0, 10))
+    with pytest.raises(ValueError, match="provider_options apply"):
+        OSWorldEnv(provider=UntouchableProvider(), provider_options={"x": 1})
+
+
+def test_spaces_and_default_task_set():
+    env = OSWorldEnv(provider=UntouchableProvider())
+    assert env.observation_space["screenshot"].shape == (480, 640, 3)  # the provider's own screen size
+    assert env.tasks == bundled_tasks()
+    assert env.get_task("rla-os-make-dirs") == by_osworld_id("rla-os-make-dirs")  # OSWorld ids work too
+    with pytest.raises(TaskNotFound, match="rla-os-make-dir"):
+        env.get_task("rla-os-make-dir")
+    with pytest.raises(ResetNeeded):
+        env.step("DONE")
+
+
+def test_a_task_that_cannot_run_is_refused_with_every_reason_before_the_session_is_touched():
+    raw = thaw(by_osworld_id("rla-os-make-dirs").spec["osworld"])
+    raw["id"] = "needs-chrome"
+    raw["config"] = [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.org"]}}]
+    raw["evaluator"] = {"func": "compare_pptx_files", "result": {"type": "vm_file", "path": "/a", "dest": "a"},
+                        "expected": {"type": "cloud_file", "path": "https://example.org/b.pptx", "dest": "b"}}
+    env = OSWorldEnv(provider=UntouchableProvider())
+    with pytest.raises(NotRunnable) as refused:
+        env.reset(options={"task": raw})  # a raw OSWorld JSON dict is accepted as a task
+    assert isinstance(refused.value, InvalidTask)
+    assert len(refused.value.reasons) >= 2
+    text = str(refused.value)
+    assert "chrome_open_tabs" in text and "compare_pptx_files" in text
+    with pytest.raises(ResetNeeded):
+        env.step("DONE")
+
+
+# ----------------------------------------------------------------- on the local desktop
+
+@pytest.fixture(scope="module")
+def env(local_provider):
+    env = OSWorldEnv(provider=local_provider, max_steps=4)
+    yield env
+    env.close()
+
+
+@pytest.mark.desktop
+def test_check_env_passes(local_provider):
+    # xterm's screen does not change by itself (no blinking caret), so same seed, same observation.
+    env = OSWorldEnv([by_osworld_id("rla-os-infeasible-registry")], provider=local_provider, max_steps=5)
+    check_env(env, skip_render_check=True)
+    env.close()
+
+
+@pytest.mark.desktop
+def test_observation_and_info_contract(env):
+    observation, info = env.reset(options={"task": "rla-os-make-dirs"})
+    assert observation in env.observation_space
+    assert observation["screenshot"].dtype == np.uint8 and observation["screenshot"].std() > 0
+    assert observation["instruction"] == by_osworld_id("rla-os-make-dirs").instruction
+    assert "<" in observation["accessibility_tree"]  # OSWorld's XML
+    assert set(info) == INFO_KEYS and info["step"] == 0 and info["score"] is None
+
+
+@pytest.mark.desktop
+def test_pyautogui_changes_the_desktop_and_done_scores_it(env):
+    env.reset(options={"task": "rla-os-make-dirs"})
+    _, reward, terminated, truncated, info = env.step("pyautogui.typewrite('mkdir -p ~/projects/alpha/src\\n')")
+    assert (reward, terminated, truncated, info["invalid_action"], info["action_kind"]) == (0.0, False, False, False,
+                                                                                            "code")
+    _, reward, terminated, truncated, info = env.step("DONE")
+    assert (reward, terminated, truncated, info["won"], info["evaluated_on"]) == (1.0, True, False, True, "DONE")
+    with pytest.raises(ResetNeeded):
+        env.step("WAIT")
+
+
+@pytest.mark.desktop
+def test_computer13_dicts_drive_the_desktop(env):
+    env.reset(options={"task": "rla-os-make-dirs"})
+    env.step({"action_type": "TYPING", "parameters": {"text": "mkdir -p ~/projects/alpha/src"}})
+    _, _, _, _, info = env.step({"action_type": "PRESS", "parameters": {"key": "enter"}})
+    assert info["action_source"] == "computer_13" and not info["invalid_action"]
+    _, reward, terminated, _, info = env.step({"action_type": "DONE"})
+    assert terminated and reward == 1.0
+
+
+@pytest.mark.desktop
+def test_unusable_actions_give_an_invalid_action_observation(env):
+    observation, _ = env.reset(options={"task": "rla-os-make-dirs"})
+    for action in ["pyautogui.click(", {"action_type": "CLICK", "parameters": {"x": -4, "y": 1}},
+                   "raise RuntimeError('boom')"]:
+        observation, reward, terminated, truncated, info = env.step(action)
+        assert observation in env.observation_space
+        assert info["invalid_action"] and info["action_error"], info
+        assert (reward, terminated) == (0.0, False)
+    assert "boom" in info["action_error"]
+    # the fourth action hits max_steps=4: the episode is truncated and still scored (nothing was done: 0)
+    _, reward, terminated, truncated, info = env.step("WAIT")
+    assert (reward, terminated, truncated, info["evaluated_on"], info["score"]) == (0.0, False, True, "truncation",
+                                                                                    0.0)
+
+
+@pytest.mark.desktop
+def test_infeasible_task_scores_only_on_fail(env):
+    env.reset(options={"task": "rla-os-infeasible-registry"})
+    _, reward, terminated, _, info = env.step("FAIL")
+    assert (reward, terminated, info["won"], info["evaluated_on"]) == (1.0, True, True, "FAIL")
+    env.reset(options={"task": "rla-os-infeasible-registry"})
+    assert env.step("DONE")[1] == 0.0
+
+
+@pytest.mark.desktop
+def test_same_seed_same_transcript(env):
+    def transcript(seed):
+        _, info = env.reset(seed=seed)
+        lines = [info["task_id"]]
+        for _ in range(2):
+            _, reward, terminated, truncated, info = env.step("pyautogui.press('shift')")
+            lines.append((reward, terminated, truncated, info["invalid_action"], info["score"]))
+        _, reward, terminated, truncated, info = env.step("DONE")
+        lines.append((reward, terminated, info["score"]))
+        return lines
+
+    first = [transcript(seed) for seed in (3, 4)]
+    assert first == [transcript(seed) for seed in (3, 4)]
+
+
+@pytest.mark.desktop
+def test_expert_plays_the_scripted_solution(env):
+    env.reset(options={"task": "rla-os-rename-file"})
+    terminated = truncated = False
+    while not (terminated or truncated):
+        _, reward, terminated, truncated, info = env.step(env.expert_action())
+    assert terminated and reward == 1.0
