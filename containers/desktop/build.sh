@@ -21,20 +21,14 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 IMAGE=${RLA_DESKTOP_IMAGE:-rla-desktop:latest}
 BASE=${RLA_DESKTOP_BASE:-rla-bookworm-python:latest}
-MIRROR=${DEBIAN_MIRROR:-}  # empty: debootstrap's own default Debian mirror
 CONTROLLER=rla_envs/desktop/controller
 INSTALL_SCRIPT=scripts/install-desktop.sh
 
-ENGINE=${CONTAINER_ENGINE:-}
-if [[ -z "$ENGINE" ]]; then
-    if command -v podman >/dev/null 2>&1; then ENGINE=podman
-    elif command -v docker >/dev/null 2>&1; then ENGINE=docker
-    else echo "build.sh: neither podman nor docker is installed" >&2; exit 2; fi
-fi
-ENGINE_ARGS=()
+# shellcheck source=../common.sh
+. "$ROOT/containers/common.sh"
+pick_engine
 if [[ "$(basename "$ENGINE")" == podman ]]; then
-    # crun fails on these machines; the default ulimits are above what they allow (DESIGN.md).
-    ENGINE_ARGS=(--runtime "${PODMAN_RUNTIME:-runc}" --ulimit nofile=20000:20000 --ulimit nproc=1000:1000)
+    ENGINE_ARGS+=(--ulimit nofile=20000:20000 --ulimit nproc=1000:1000)
 fi
 if [[ -n "${RLA_DESKTOP_BUILD_NETWORK:-}" ]]; then
     ENGINE_ARGS+=(--network "$RLA_DESKTOP_BUILD_NETWORK")
@@ -43,40 +37,8 @@ fi
 [[ -d "$ROOT/$CONTROLLER" ]] || { echo "build.sh: the controller package $ROOT/$CONTROLLER is missing" >&2; exit 2; }
 [[ -f "$ROOT/$INSTALL_SCRIPT" ]] || { echo "build.sh: $ROOT/$INSTALL_SCRIPT is missing" >&2; exit 2; }
 
-image_exists() { "$ENGINE" image inspect "$1" >/dev/null 2>&1; }
-
 start=$(date +%s)
-if ! image_exists "$BASE"; then
-    if [[ -n "${RLA_DESKTOP_PULL_BASE:-}" ]]; then
-        echo "build.sh: pulling ${RLA_DESKTOP_PULL_BASE} as $BASE"
-        "$ENGINE" pull "$RLA_DESKTOP_PULL_BASE"
-        "$ENGINE" tag "$RLA_DESKTOP_PULL_BASE" "$BASE"
-    else
-        command -v debootstrap >/dev/null 2>&1 || { echo "build.sh: $BASE is missing and debootstrap is not installed (apt-get install debootstrap)" >&2; exit 2; }
-        [[ $(id -u) == 0 ]] || { echo "build.sh: debootstrap needs root to make $BASE" >&2; exit 2; }
-        CACHE=${DEBOOTSTRAP_CACHE:-}
-        TARBALL=${CACHE:+$CACHE/bookworm-minbase-python3.tar}
-        if [[ -n "$TARBALL" && -s "$TARBALL" ]]; then
-            echo "build.sh: importing cached rootfs $TARBALL as $BASE"
-            "$ENGINE" import --change 'CMD ["/usr/bin/python3"]' "$TARBALL" "$BASE"
-        else
-            ROOTFS=$(mktemp -d /var/tmp/rla-rootfs.XXXXXX)
-            trap 'rm -rf "$ROOTFS"' EXIT
-            echo "build.sh: debootstrap --variant=minbase --include=python3 bookworm (a few minutes)"
-            debootstrap --variant=minbase --include=python3 bookworm "$ROOTFS" ${MIRROR:+"$MIRROR"} >/dev/null
-            rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
-            if [[ -n "$TARBALL" ]]; then
-                mkdir -p "$CACHE"
-                tar -C "$ROOTFS" -cf "$TARBALL" .
-                "$ENGINE" import --change 'CMD ["/usr/bin/python3"]' "$TARBALL" "$BASE"
-            else
-                tar -C "$ROOTFS" -c . | "$ENGINE" import --change 'CMD ["/usr/bin/python3"]' - "$BASE"
-            fi
-            rm -rf "$ROOTFS"
-            trap - EXIT
-        fi
-    fi
-fi
+ensure_base_image "$BASE" "${RLA_DESKTOP_PULL_BASE:-}"
 base_done=$(date +%s)
 
 # Stage the context: the Dockerfile, the install script and the controller package (no __pycache__).
