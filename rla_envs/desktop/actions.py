@@ -141,20 +141,25 @@ def _check_code(code: str) -> Action:
 
 # --------------------------------------------------------------------------- computer_13
 
-def _number(parameters: Mapping[str, Any], name: str, low: float, high: float) -> float | str:
-    """The parameter as a number within [low, high], or a problem text."""
+class _Problem(Exception):
+    """Why a computer_13 action's parameters cannot be translated."""
+
+
+def _number(parameters: Mapping[str, Any], name: str, low: float, high: float) -> float:
+    """The parameter as a number within [low, high]; ``_Problem`` otherwise."""
     value = parameters[name]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"parameter {name!r} must be a number, got {value!r:.40}"
+        raise _Problem(f"parameter {name!r} must be a number, got {value!r:.40}")
     if not low <= value <= high:
-        return f"parameter {name!r} = {value} is off the screen; it must be within [{low:g}, {high:g}]"
+        raise _Problem(f"parameter {name!r} = {value} is off the screen; it must be within [{low:g}, {high:g}]")
     return value
 
 
-def _key(value: Any, name: str) -> str | None:
+def _key(value: Any, name: str) -> None:
+    """``_Problem`` unless ``value`` is a pyautogui key name."""
     if not isinstance(value, str) or value.lower() not in KEYBOARD_KEYS and value not in KEYBOARD_KEYS:
-        return f"parameter {name!r} = {value!r:.40} is not a pyautogui key name (e.g. 'enter', 'ctrl', 'a', 'f5')"
-    return None
+        raise _Problem(f"parameter {name!r} = {value!r:.40} is not a pyautogui key name (e.g. 'enter', 'ctrl', "
+                       "'a', 'f5')")
 
 
 def computer13_to_pyautogui(action: Mapping[str, Any], *, screen_size: tuple[int, int] = (1920, 1080)) -> str:
@@ -190,10 +195,6 @@ def _parse_computer13(action: Mapping[str, Any], screen_size: tuple[int, int]) -
     return Action("code", code=code, source="computer_13")
 
 
-class _Problem(Exception):
-    pass
-
-
 def _xy(parameters: Mapping[str, Any], screen_size: tuple[int, int], *, required: bool) -> str:
     """``"x, y"`` for pyautogui, ``""`` when both are absent (the current position)."""
     has_x, has_y = "x" in parameters, "y" in parameters
@@ -204,9 +205,6 @@ def _xy(parameters: Mapping[str, Any], screen_size: tuple[int, int], *, required
     width, height = screen_size
     x = _number(parameters, "x", 0, width - 1)
     y = _number(parameters, "y", 0, height - 1)
-    for value in (x, y):
-        if isinstance(value, str):
-            raise _Problem(value)
     return f"{x!r}, {y!r}"
 
 
@@ -252,9 +250,7 @@ def _translate(kind: str, parameters: Mapping[str, Any], screen_size: tuple[int,
             raise _Problem(f"'text' must be a string, got {type(text).__name__}")
         return f"pyautogui.typewrite({text!r})"
     if kind in ("PRESS", "KEY_DOWN", "KEY_UP"):
-        problem = _key(parameters["key"], "key")
-        if problem:
-            raise _Problem(problem)
+        _key(parameters["key"], "key")
         function = {"PRESS": "press", "KEY_DOWN": "keyDown", "KEY_UP": "keyUp"}[kind]
         return f"pyautogui.{function}({parameters['key']!r})"
     if kind == "HOTKEY":
@@ -262,8 +258,6 @@ def _translate(kind: str, parameters: Mapping[str, Any], screen_size: tuple[int,
         if not isinstance(keys, (list, tuple)) or not keys:
             raise _Problem(f"'keys' must be a non-empty list of key names, e.g. ['ctrl', 'c'], got {keys!r:.40}")
         for key in keys:
-            problem = _key(key, "keys")
-            if problem:
-                raise _Problem(problem)
+            _key(key, "keys")
         return f"pyautogui.hotkey({', '.join(repr(k) for k in keys)})"
     raise _Problem(f"no translation for {kind}")  # pragma: no cover - every type above is handled

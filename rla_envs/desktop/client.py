@@ -60,7 +60,9 @@ class ControllerClient(ClosesOnExit):
                                   headers={TOKEN_HEADER: f"Bearer {token}"})
 
     # ----------------------------------------------------------------- plumbing
-    def _request(self, method: str, path: str, *, timeout: float | None = None, **kwargs: Any):
+    def _request(self, method: str, path: str, *, timeout: float | None = None, missing_ok: bool = False,
+                 **kwargs: Any):
+        """The server's response, or ``ControllerError``; with ``missing_ok`` a 404 gives None."""
         import httpx
 
         try:
@@ -68,6 +70,8 @@ class ControllerClient(ClosesOnExit):
                                           **kwargs)
         except httpx.HTTPError as exc:
             raise ControllerError(f"{method} {self.base_url}{path} failed: {exc}") from exc
+        if missing_ok and response.status_code == 404:
+            return None
         if response.status_code >= 400:
             raise ControllerError(f"{method} {self.base_url}{path} -> HTTP {response.status_code}: "
                                   f"{response.text[:500]}")
@@ -123,17 +127,8 @@ class ControllerClient(ClosesOnExit):
     # ----------------------------------------------------------------- files and commands
     def get_file(self, path: str) -> bytes | None:
         """The bytes of ``path`` inside the session, or None when it does not exist (``POST /file``)."""
-        import httpx
-
-        try:
-            response = self._http.post("/file", data={"file_path": path})
-        except httpx.HTTPError as exc:
-            raise ControllerError(f"POST {self.base_url}/file failed: {exc}") from exc
-        if response.status_code == 404:
-            return None
-        if response.status_code >= 400:
-            raise ControllerError(f"POST {self.base_url}/file -> HTTP {response.status_code}: {response.text[:500]}")
-        return response.content
+        response = self._request("POST", "/file", data={"file_path": path}, missing_ok=True)
+        return None if response is None else response.content
 
     def execute(self, command: Command, *, shell: bool = False, timeout: float = 120.0) -> dict[str, Any]:
         """Run a command in the session and wait for it (``POST /execute``).

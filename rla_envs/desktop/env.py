@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -197,15 +196,13 @@ class OSWorldEnv(TaskEnv):
     def provider(self):
         """The desktop provider (made on first use from ``provider`` and ``provider_options``)."""
         if self._provider is None:
-            from rla_envs.desktop.providers.base import PROVIDERS, make_provider
+            from rla_envs.desktop.providers.base import provider_class
 
+            cls = provider_class(self._provider_spec)
             options = dict(self._provider_options)
-            module_name, _, attr = PROVIDERS[self._provider_spec].partition(":")
-            cls = getattr(importlib.import_module(module_name), attr)
-            parameters = inspect.signature(cls).parameters
-            if "screen_size" in parameters and "screen_size" not in options:
+            if "screen_size" in inspect.signature(cls).parameters and "screen_size" not in options:
                 options["screen_size"] = self.screen_size
-            self._provider = make_provider(self._provider_spec, **options)
+            self._provider = cls(**options)
         return self._provider
 
     @property

@@ -157,23 +157,18 @@ class DesktopFamily(ClosesOnExit):
         return self._derive(task, raw, origin="rewritten", meta={"rewrite": sorted(set(proposal) - _COMMENTARY_KEYS)})
 
     def _with_variant(self, raw: dict[str, Any], name: Any) -> dict[str, Any]:
-        from rla_envs.desktop.tasks import VARIANT_KEY
-
         variants = {v["name"]: v for v in _variants(raw)}
         if name not in variants:
             raise RewriteRejected(f"variant {name!r} is not declared by task {raw.get('id')!r}; declared: "
                                   f"{sorted(variants) or 'none'}")
-        return {**raw, "evaluator": thaw(variants[name]["evaluator"]), VARIANT_KEY: name}
+        return _switched(raw, variants[name])
 
     def _derive(self, task: Task, raw: dict[str, Any], *, origin: str, meta: dict[str, Any]) -> Task:
         try:
             new_task = task.derive(instruction=raw["instruction"], spec={**thaw(task.spec), "osworld": raw},
                                    origin=origin, meta=meta)
-        except InvalidTask as exc:
-            raise RewriteRejected(f"the proposed task is not valid: {exc}") from None
-        if new_task.id == task.id:
-            raise RewriteRejected("the proposal changes nothing: the new task equals the old one")
-        try:
+            if new_task.id == task.id:
+                raise RewriteRejected("the proposal changes nothing: the new task equals the old one")
             self.validate(new_task)
         except RewriteRejected:
             raise
@@ -270,7 +265,7 @@ class DesktopFamily(ClosesOnExit):
 
     def _candidate_edits(self, task: Task, direction: str) -> list[tuple[str, dict[str, Any]]]:
         from rla_envs.desktop.osworld.tasks import osworld_json
-        from rla_envs.desktop.tasks import HINTS_KEY, VARIANT_KEY
+        from rla_envs.desktop.tasks import HINTS_KEY
 
         raw = osworld_json(task)
         base, added = split_hints(task.instruction)
@@ -290,9 +285,15 @@ class DesktopFamily(ClosesOnExit):
                 softer = variant["level"] < current["level"]
                 stricter = variant["level"] > current["level"]
                 if (direction == "easier" and softer) or (direction == "harder" and stricter):
-                    edits.append((f"variant {current['name']}->{variant['name']}",
-                                  {**raw, "evaluator": thaw(variant["evaluator"]), VARIANT_KEY: variant["name"]}))
+                    edits.append((f"variant {current['name']}->{variant['name']}", _switched(raw, variant)))
         return edits
+
+
+def _switched(raw: Mapping[str, Any], variant: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` with the declared ``variant``'s evaluator in use."""
+    from rla_envs.desktop.tasks import VARIANT_KEY
+
+    return {**raw, "evaluator": thaw(variant["evaluator"]), VARIANT_KEY: variant["name"]}
 
 
 def _leaked_answers(raw: Mapping[str, Any]) -> list[str]:

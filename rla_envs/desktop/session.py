@@ -58,17 +58,22 @@ def _spawn(argv: list[str], **kwargs) -> subprocess.Popen:
     return _SPAWNER.submit(subprocess.Popen, argv, **kwargs).result()
 
 
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read().decode(errors="replace")
+    except OSError:
+        return None
+    return data[data.rfind(")") + 2:].split()
+
+
 def _descendants(root: int) -> list[int]:
     """The pids below ``root`` in the host's process tree, parents before children."""
     parents: dict[int, int] = {}
     for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as handle:
-                    data = handle.read().decode(errors="replace")
-            except OSError:
-                continue
-            parents[int(name)] = int(data[data.rfind(")") + 2:].split()[1])
+        if name.isdigit() and (fields := _stat_fields(int(name))) is not None:
+            parents[int(name)] = int(fields[1])
     order, frontier = [], [root]
     while frontier:
         children = [pid for pid, ppid in parents.items() if ppid in frontier]
@@ -86,12 +91,8 @@ def _kill(pid: int) -> None:
 
 def _alive(pid: int) -> bool:
     """Whether ``pid`` still runs (a zombie waiting for its parent does not)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read().decode(errors="replace")
-    except OSError:
-        return False
-    return data[data.rfind(")") + 2:].split()[0] not in ("Z", "X")
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
 
 
 def _wait_gone(pids: list[int], timeout: float) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rla_envs.desktop.osworld.cache import FileCache
-from rla_envs.desktop.osworld.runnable import default_has_app, not_runnable_reasons
+from rla_envs.desktop.osworld.runnable import not_runnable_reasons
 from rla_envs.desktop.osworld.tasks import load_tasks
 
 __all__ = ["survey", "reason_kind", "format_summary", "main", "AssumeCached"]
@@ -67,7 +67,7 @@ def survey(directory: str | Path, *, cache: FileCache | None = None,
     first_counts: Counter[str] = Counter()
     only_files = 0
     for task in tasks:
-        reasons = not_runnable_reasons(task, cache=cache, has_app=has_app or default_has_app)
+        reasons = not_runnable_reasons(task, cache=cache, has_app=has_app)
         app = task.meta.get("app", "")
         counts = by_app.setdefault(app, [0, 0])
         counts[1] += 1

@@ -161,11 +161,8 @@ def create_app(state: State) -> FastAPI:
                                  "error": str(exc), "returncode": -1}, status_code=500)
 
     @app.post("/execute")
+    @app.post("/setup/execute")  # OSWorld's two paths take the same payload and give the same reply
     def execute(data: dict):
-        return run_command(data)
-
-    @app.post("/setup/execute")
-    def setup_execute(data: dict):
         return run_command(data)
 
     @app.post("/setup/launch")
@@ -254,29 +251,25 @@ def create_app(state: State) -> FastAPI:
         windows.activate(state.env, window)
         return PlainTextResponse("File opened and window activated successfully")
 
-    def window_request(data: dict) -> tuple[str, bool, bool]:
+    def on_window(data: dict, act, done: str):
+        """Apply ``act`` to the first window the request names (404 when none matches)."""
         data = _json_body(data)
         name = data.get("window_name")
         if not isinstance(name, str) or not name:
             raise CommandError(f"expected a non-empty 'window_name'; got {name!r}")
-        return name, bool(data.get("strict", False)), bool(data.get("by_class", False))
+        found = windows.find_windows(state.env, name, strict=bool(data.get("strict", False)),
+                                     by_class=bool(data.get("by_class", False)))
+        if not found:
+            return PlainTextResponse(f"Window {name} not found", status_code=404)
+        act(state.env, found[0])
+        return PlainTextResponse(done)
 
     @app.post("/setup/activate_window")
     def activate_window(data: dict):
-        name, strict, by_class = window_request(data)
-        found = windows.find_windows(state.env, name, strict=strict, by_class=by_class)
-        if not found:
-            return PlainTextResponse(f"Window {name} not found", status_code=404)
-        windows.activate(state.env, found[0])
-        return PlainTextResponse("Window activated successfully")
+        return on_window(data, windows.activate, "Window activated successfully")
 
     @app.post("/setup/close_window")
     def close_window(data: dict):
-        name, strict, by_class = window_request(data)
-        found = windows.find_windows(state.env, name, strict=strict, by_class=by_class)
-        if not found:
-            return PlainTextResponse(f"Window {name} not found", status_code=404)
-        windows.close(state.env, found[0])
-        return PlainTextResponse("Window closed successfully.")
+        return on_window(data, windows.close, "Window closed successfully.")
 
     return app

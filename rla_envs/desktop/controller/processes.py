@@ -133,13 +133,17 @@ class ProcessTracker:
                 pass
 
     # ------------------------------------------------------------------ starting
-    def launch(self, command: str | list[str], *, shell: bool = False) -> subprocess.Popen:
-        """Start ``command`` in the session without waiting for it."""
+    def _start(self, command: str | list[str], shell: bool, stdout, stderr) -> subprocess.Popen:
+        """``command`` started in the session's environment and home, its Popen kept to collect its exit."""
         process = subprocess.Popen(command, shell=shell, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                                   stdout=stdout, stderr=stderr, start_new_session=True)
         with self._lock:
             self._owned[process.pid] = process
         return process
+
+    def launch(self, command: str | list[str], *, shell: bool = False) -> subprocess.Popen:
+        """Start ``command`` in the session without waiting for it."""
+        return self._start(command, shell, subprocess.DEVNULL, subprocess.DEVNULL)
 
     def execute(self, command: str | list[str], *, shell: bool = False, timeout: float = 120.0) -> dict:
         """Run ``command`` to its end; OSWorld's reply ``{status, output, error, returncode}``.
@@ -148,10 +152,7 @@ class ProcessTracker:
         background (``app &``) returns as soon as the command itself has finished.
         """
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            process = subprocess.Popen(command, shell=shell, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
-                                       stdout=out, stderr=err, start_new_session=True)
-            with self._lock:
-                self._owned[process.pid] = process
+            process = self._start(command, shell, out, err)
             try:
                 returncode = process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:

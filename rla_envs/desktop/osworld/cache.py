@@ -28,10 +28,12 @@ import uuid
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
+from rla_envs.desktop.tasks import FILES_DIR
+
 __all__ = ["FileCache", "BUNDLED_SCHEME", "BUNDLED_ROOT", "HF_FILE_CACHE_PREFIX"]
 
 BUNDLED_SCHEME = "rla-bundled://"
-BUNDLED_ROOT = Path(__file__).resolve().parents[1] / "tasks" / "files"
+BUNDLED_ROOT = FILES_DIR
 """Where ``rla-bundled://`` URLs point: the files of the bundled tasks, shipped with the package."""
 
 HF_FILE_CACHE_PREFIX = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/"
@@ -107,11 +109,7 @@ class FileCache:
             url_name = PurePosixPath(unquote(urlsplit(url).path)).name
             if url_name and _safe_relative(url_name) is not None:
                 found.append(task_dir / url_name)
-        unique: list[Path] = []
-        for path in found:
-            if path not in unique:
-                unique.append(path)
-        return unique
+        return list(dict.fromkeys(found))  # each path once, most specific first
 
 
 def _safe_relative(text: str) -> PurePosixPath | None:

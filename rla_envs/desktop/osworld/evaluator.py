@@ -115,16 +115,16 @@ def _run(client: ControllerClient, evaluator: Mapping[str, Any], cache: FileCach
               phase="postconfig", password=password, sleep=sleep)
     ctx = EvalContext(client=client, cache=cache, task_id=task_id, workdir=workdir)
     funcs = evaluator["func"]
-    if not isinstance(funcs, list):
-        expected_config = evaluator.get("expected")
-        return _score(funcs, get_metric(funcs), run_getter(ctx, evaluator.get("result")), expected_config,
-                      run_getter(ctx, expected_config), evaluator.get("options"))
-    count = len(funcs)
+    if isinstance(funcs, list):
+        count = len(funcs)
+        results = evaluator.get("result") or [None] * count
+        expected = evaluator.get("expected") or [None] * count
+        options = evaluator.get("options")
+        options = options if isinstance(options, list) else [options or {}] * count
+    else:  # one metric scores as a list of one
+        funcs, results, expected, options = ([funcs], [evaluator.get("result")], [evaluator.get("expected")],
+                                             [evaluator.get("options")])
     conj = evaluator.get("conj", "and")
-    results = evaluator.get("result") or [None] * count
-    expected = evaluator.get("expected") or [None] * count
-    options = evaluator.get("options")
-    options = options if isinstance(options, list) else [options or {}] * count
     scores: list[float] = []
     for name, result_config, expected_config, option in zip(funcs, results, expected, options):
         score = _score(name, get_metric(name), run_getter(ctx, result_config), expected_config,

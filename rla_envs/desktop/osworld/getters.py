@@ -21,6 +21,7 @@ from typing import Any
 from rla_envs.desktop.client import ControllerClient, ControllerError
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.errors import EvaluationError
+from rla_envs.desktop.osworld.setup import shell_flag
 
 __all__ = ["GETTERS", "EvalContext", "run_getter", "file_entries"]
 
@@ -102,8 +103,7 @@ def _execute(ctx: EvalContext, config: Mapping[str, Any]) -> Mapping[str, Any]:
     command = config.get("command")
     if not command or not isinstance(command, (str, list)):
         raise EvaluationError(f"{config.get('type')}: needs a 'command' (a string or a list), got {command!r:.200}")
-    shell = config.get("shell", False)
-    shell = shell.lower() == "true" if isinstance(shell, str) else bool(shell)
+    shell = shell_flag(config)
     try:
         return ctx.client.execute(command, shell=shell)
     except ControllerError as exc:

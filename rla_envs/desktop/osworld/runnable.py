@@ -299,8 +299,4 @@ def not_runnable_reasons(task_json: Task | Mapping[str, Any], *, cache: FileCach
     task_id = raw.get("id")
     reasons = steps_reasons(raw.get("config", []), phase="setup", cache=cache, task_id=task_id, has_app=has_app)
     reasons += evaluator_reasons(raw.get("evaluator"), cache=cache, task_id=task_id, has_app=has_app)
-    unique: list[str] = []
-    for reason in reasons:
-        if reason not in unique:
-            unique.append(reason)
-    return unique
+    return list(dict.fromkeys(reasons))  # each reason once, in the order found

@@ -28,7 +28,7 @@ from rla_envs.desktop.client import ControllerClient, ControllerError
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.errors import SetupFailed
 
-__all__ = ["run_steps", "SetupFailed", "STEP_TYPES", "StepContext", "expand_placeholders",
+__all__ = ["run_steps", "SetupFailed", "STEP_TYPES", "StepContext", "expand_placeholders", "shell_flag",
            "DEFAULT_PASSWORD", "UNTIL_TIMEOUT_S"]
 
 logger = logging.getLogger(__name__)
@@ -79,12 +79,17 @@ def expand_placeholders(command: Any, ctx: StepContext) -> Any:
     return command
 
 
+def shell_flag(params: Mapping[str, Any]) -> bool:
+    """A step's or getter's ``shell`` as OSWorld reads it (a bool, or the string ``"true"`` in any case)."""
+    shell = params.get("shell", False)
+    return shell.lower() == "true" if isinstance(shell, str) else bool(shell)
+
+
 def _command(params: Mapping[str, Any]) -> tuple[Any, bool]:
     command = params.get("command")
     if not command:
         raise ValueError("the step has no 'command'")
-    shell = params.get("shell", False)
-    shell = shell.lower() == "true" if isinstance(shell, str) else bool(shell)
+    shell = shell_flag(params)
     if not isinstance(command, (str, list)) or (isinstance(command, list)
                                                 and not all(isinstance(p, str) for p in command)):
         raise ValueError(f"'command' must be a string or a list of strings, got {command!r:.200}")

@@ -65,18 +65,23 @@ def load_task(source: str | os.PathLike | Mapping[str, Any], *, app: str | None 
         BadTaskFile: the file is not JSON or not an OSWorld task (the message says what is missing).
         DataNotFound: the path does not exist.
     """
-    path: Path | None = None
     if isinstance(source, Mapping):
-        raw = _check(source, "task dict")
-    else:
-        path = Path(source)
-        if not path.is_file():
-            raise DataNotFound(f"no OSWorld task file at {path}")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadTaskFile(f"{path}: not valid JSON ({exc})") from None
-        raw = _check(data, str(path))
+        return _task(_check(source, "task dict"), None, app)
+    path = Path(source)
+    if not path.is_file():
+        raise DataNotFound(f"no OSWorld task file at {path}")
+    return _task(_check(_read_json(path), str(path)), path, app)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadTaskFile(f"{path}: not valid JSON ({exc})") from None
+
+
+def _task(raw: dict[str, Any], path: Path | None, app: str | None) -> Task:
+    """The Task of a checked OSWorld dict (``app``: default the file's folder, else the JSON's ``snapshot``)."""
     if app is None:
         app = path.parent.name if path is not None else raw.get("snapshot")
     meta: dict[str, Any] = {"osworld_id": raw["id"], "app": app or "", "source": str(path) if path else ""}
@@ -100,13 +105,10 @@ def load_tasks(directory: str | os.PathLike) -> list[Task]:
         raise DataNotFound(f"no OSWorld task directory at {root} (expected <dir>/<app>/<task-id>.json files)")
     tasks = []
     for path in sorted(root.rglob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadTaskFile(f"{path}: not valid JSON ({exc})") from None
+        data = _read_json(path)  # read once: an index file is skipped, a task file becomes a Task
         if _is_index(data):
             continue
-        tasks.append(load_task(path))
+        tasks.append(_task(_check(data, str(path)), path, None))
     if not tasks:
         raise DataNotFound(f"{root} holds no OSWorld task files (expected <dir>/<app>/<task-id>.json)")
     return tasks

@@ -9,7 +9,7 @@ from rla_envs.core.closing import ClosesOnExit
 from rla_envs.core.errors import did_you_mean
 from rla_envs.desktop.client import ControllerClient
 
-__all__ = ["DesktopProvider", "PROVIDERS", "make_provider"]
+__all__ = ["DesktopProvider", "PROVIDERS", "make_provider", "provider_class"]
 
 # String entry points: asking for one provider imports only that one (docker's SDK is optional).
 PROVIDERS: dict[str, str] = {
@@ -45,12 +45,17 @@ class DesktopProvider(ClosesOnExit):
         raise NotImplementedError
 
 
-def make_provider(name: str, **options: Any) -> DesktopProvider:
-    """The provider called ``name`` (``"local"`` or ``"docker"``) built with ``options``."""
+def provider_class(name: str) -> type[DesktopProvider]:
+    """The class of the provider called ``name`` (``"local"`` or ``"docker"``), imported on first use."""
     try:
         entry_point = PROVIDERS[name]
     except KeyError:
         hint = did_you_mean(name, PROVIDERS)
         raise ValueError(f"unknown desktop provider {name!r}; known: {sorted(PROVIDERS)}.{hint}") from None
     module_name, _, attr = entry_point.partition(":")
-    return getattr(importlib.import_module(module_name), attr)(**options)
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def make_provider(name: str, **options: Any) -> DesktopProvider:
+    """The provider called ``name`` (``"local"`` or ``"docker"``) built with ``options``."""
+    return provider_class(name)(**options)

@@ -18,11 +18,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from rla_envs.desktop.osworld.cache import BUNDLED_SCHEME
+from rla_envs.desktop.tasks import EXAMPLES_DIR, FILES_DIR
+
 __all__ = ["TASKS", "build", "SAVE_OFFICE_CODE"]
 
-HERE = Path(__file__).resolve().parent
-EXAMPLES = HERE / "examples"
-FILES = HERE / "files"
 HOME = "/home/user"
 
 # Saving an Office-format file in LibreOffice asks "Keep current format?" ("Confirm File Format" dialog) unless
@@ -41,7 +41,7 @@ NAME_BOX = "pyautogui.hotkey('ctrl', 'shift', 'f5')\ntime.sleep(0.3)\n"
 
 
 def _bundled(task_id: str, name: str) -> str:
-    return f"rla-bundled://{task_id}/{name}"
+    return f"{BUNDLED_SCHEME}{task_id}/{name}"
 
 
 def _download(task_id: str, name: str, path: str) -> dict[str, Any]:
@@ -383,7 +383,7 @@ def _write_file(path: Path, content: Any) -> None:
         path.write_text(content, encoding="utf-8")
 
 
-def build(examples: Path = EXAMPLES, files: Path = FILES) -> list[Path]:
+def build(examples: Path = EXAMPLES_DIR, files: Path = FILES_DIR) -> list[Path]:
     """Write every bundled task's JSON and files (replacing what was there); return the JSON paths."""
     written = []
     for directory in (examples, files):
@@ -404,4 +404,4 @@ def build(examples: Path = EXAMPLES, files: Path = FILES) -> list[Path]:
 
 if __name__ == "__main__":
     for written_path in build():
-        print(written_path.relative_to(HERE))
+        print(written_path.relative_to(EXAMPLES_DIR.parent))

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 
@@ -22,6 +24,61 @@ def local_desktop_unavailable() -> str | None:
     except SessionError as exc:
         return str(exc)
     return None
+
+
+def docker_client_or_skip():
+    """A Docker-API client that answered a ping, or a skip saying why there is none."""
+    from rla_envs.desktop.providers import docker as docker_provider
+
+    try:
+        return docker_provider.connect()
+    except (docker_provider.DesktopContainerError, ImportError) as exc:
+        pytest.skip(f"no Docker-API socket: {exc}")
+
+
+def image_or_skip(client, image: str | None = None) -> None:
+    """Skip when the desktop image (default: the provider's) is missing or stale (the reason says how to build it)."""
+    from rla_envs.desktop.providers.docker import DEFAULT_IMAGE, DesktopContainerError, DockerProvider
+
+    try:
+        DockerProvider(image or DEFAULT_IMAGE, client=client)._check_image()
+    except DesktopContainerError as exc:
+        pytest.skip(f"desktop image unavailable: {exc}")
+
+
+def by_osworld_id(osworld_id: str):
+    """The bundled task with this OSWorld id."""
+    from rla_envs.desktop.tasks import bundled_tasks
+
+    return next(t for t in bundled_tasks() if t.meta["osworld_id"] == osworld_id)
+
+
+def listening_addresses(port: int) -> list[tuple[str, str]]:
+    """``(table, local address)`` of every LISTEN socket on ``port`` in /proc/net/tcp and tcp6 (the address in
+    hex, as those tables write it: ``0100007F`` is 127.0.0.1)."""
+    found = []
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = open(f"/proc/net/{table}").read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state = fields[1], fields[3]
+            address, port_hex = local.rsplit(":", 1)
+            if state == "0A" and int(port_hex, 16) == port:  # 0A: LISTEN
+                found.append((table, address))
+    return found
+
+
+def wait_until(predicate, timeout: float = 15.0, interval: float = 0.1):
+    """Poll ``predicate`` until it returns something truthy (returned) or ``timeout`` passes (its last value)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
 
 
 @pytest.fixture(scope="session")

@@ -8,20 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from rla_envs.core.task import thaw
 from rla_envs.desktop.actions import parse_action
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.metrics import get_metric
 from rla_envs.desktop.osworld.runnable import not_runnable_reasons
+from rla_envs.desktop.osworld.tasks import osworld_json
 from rla_envs.desktop.tasks import EXAMPLES_DIR, FILES_DIR, bundled_tasks, solution_steps
 from rla_envs.desktop.tasks.build import build
+from tests.rla_envs.desktop.conftest import docker_client_or_skip, image_or_skip
 
 TASKS = bundled_tasks()
 IDS = [task.meta["osworld_id"] for task in TASKS]
-
-
-def raw_of(task) -> dict:
-    return thaw(task.spec["osworld"])
 
 
 def urls_of(value) -> list[str]:
@@ -42,7 +39,7 @@ def test_at_least_twelve_tasks_over_the_four_kinds_of_work():
 
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
 def test_task_is_runnable_and_its_files_are_bundled(task):
-    raw = raw_of(task)
+    raw = osworld_json(task)
     assert not_runnable_reasons(raw, cache=FileCache(None)) == []
     for url in urls_of(raw):
         assert (FILES_DIR / url.removeprefix("rla-bundled://")).is_file(), url
@@ -54,13 +51,13 @@ def test_solution_steps_are_valid_actions(task):
     steps = solution_steps(task)
     kinds = [parse_action(step).kind for step in steps]
     assert kinds[-1] in ("DONE", "FAIL") and set(kinds[:-1]) <= {"code"}, kinds
-    assert (raw_of(task)["evaluator"]["func"] == "infeasible") == (kinds[-1] == "FAIL")
+    assert (osworld_json(task)["evaluator"]["func"] == "infeasible") == (kinds[-1] == "FAIL")
 
 
-@pytest.mark.parametrize("task", [t for t in TASKS if raw_of(t)["evaluator"].get("expected", {}).get("type")
+@pytest.mark.parametrize("task", [t for t in TASKS if osworld_json(t)["evaluator"].get("expected", {}).get("type")
                                   == "cloud_file"], ids=lambda t: t.meta["osworld_id"])
 def test_gold_file_scores_one_and_the_untouched_input_zero(task):
-    evaluator = raw_of(task)["evaluator"]
+    evaluator = osworld_json(task)["evaluator"]
     metric = get_metric(evaluator["func"])
     options = evaluator.get("options") or {}
     gold = FILES_DIR / evaluator["expected"]["path"].removeprefix("rla-bundled://")
@@ -127,18 +124,11 @@ def test_solution_scores_one_and_no_op_zero_locally(local_env, task):
 @pytest.fixture(scope="module")
 def docker_env():
     from rla_envs.desktop.env import OSWorldEnv
-    from rla_envs.desktop.providers import docker as docker_provider
-    from rla_envs.desktop.providers.docker import DesktopContainerError, DockerProvider
+    from rla_envs.desktop.providers.docker import DockerProvider
 
-    try:
-        api = docker_provider.connect()
-    except (DesktopContainerError, ImportError) as exc:
-        pytest.skip(f"no Docker-API socket: {exc}")
+    api = docker_client_or_skip()
+    image_or_skip(api)
     provider = DockerProvider(screen_size=(1280, 800), client=api)
-    try:
-        provider._check_image()
-    except DesktopContainerError as exc:
-        pytest.skip(f"desktop image unavailable: {exc}")
     env = OSWorldEnv(provider=provider, accessibility_tree=False, max_steps=30)
     yield env
     env.close()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import numpy as np
 import pytest
+
+from tests.rla_envs.desktop.conftest import wait_until
 
 pytestmark = pytest.mark.desktop
 
@@ -19,16 +19,6 @@ ROUTES = [
     ("POST", "/setup/activate_window"), ("POST", "/setup/close_window"), ("POST", "/rla/pyautogui"),
     ("GET", "/rla/screenshot.raw"), ("POST", "/rla/reset"), ("GET", "/no/such/route"),
 ]
-
-
-def wait_until(predicate, timeout: float = 15.0, interval: float = 0.1):
-    """Poll ``predicate`` until it returns something truthy (returned) or ``timeout`` passes (None)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong-token"}, {"Authorization": ""}],

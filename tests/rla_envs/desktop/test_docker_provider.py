@@ -8,7 +8,6 @@ those tests skip with the reason otherwise. The tests without the marker need ne
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
@@ -18,25 +17,10 @@ import pytest
 from rla_envs.desktop.providers import docker as docker_provider
 from rla_envs.desktop.providers.base import make_provider
 from rla_envs.desktop.providers.docker import DesktopContainerError, DockerProvider, source_hash
+from tests.rla_envs.desktop.conftest import docker_client_or_skip, image_or_skip, listening_addresses, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCREEN = (1280, 800)
-
-
-def docker_client_or_skip():
-    """A Docker-API client that answered a ping, or a skip saying why there is none."""
-    try:
-        return docker_provider.connect()
-    except (DesktopContainerError, ImportError) as exc:
-        pytest.skip(f"no Docker-API socket: {exc}")
-
-
-def image_or_skip(client, image: str = docker_provider.DEFAULT_IMAGE) -> None:
-    """Skip when the desktop image is missing or stale (the reason says how to build it)."""
-    try:
-        DockerProvider(image, client=client)._check_image()
-    except DesktopContainerError as exc:
-        pytest.skip(f"desktop image unavailable: {exc}")
 
 
 def containers_of(client, provider: DockerProvider) -> list:
@@ -123,22 +107,6 @@ def test_container_that_exits_reports_its_log(api):
     assert containers_of(api, provider) == [], "a failed start must not leave its container"
 
 
-def _listening_addresses(port: int) -> list[str]:
-    """Local addresses (hex, as in /proc/net/tcp{,6}) of this host's TCP sockets listening on ``port``."""
-    found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            local, _, state = line.split()[1:4]
-            address, _, hex_port = local.partition(":")
-            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
-                found.append(address)
-    return found
-
-
 @pytest.mark.docker
 def test_port_is_published_on_loopback_only(provider):
     ports = provider.container.attrs["NetworkSettings"]["Ports"][f"{docker_provider.CONTROLLER_PORT}/tcp"]
@@ -147,7 +115,7 @@ def test_port_is_published_on_loopback_only(provider):
     assert provider.client.base_url == f"http://127.0.0.1:{host_port}"
     # podman's conmon (or Docker's docker-proxy) holds the host port; it must be bound to 127.0.0.1 only
     # (0100007F in /proc/net/tcp), never to 0.0.0.0 or ::. A pure-NAT engine shows no listener at all.
-    listeners = _listening_addresses(host_port)
+    listeners = [address for _, address in listening_addresses(host_port)]
     assert all(address == "0100007F" for address in listeners), f"host port {host_port} listens on {listeners}"
 
 
@@ -178,15 +146,6 @@ def test_session_runs_as_user_with_the_desktop_runtime(provider):
     assert reply["output"].split() == ["user", "/home/user", "ok"]
 
 
-def _wait_for(predicate, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.2)
-
-
 def _running(client, program: str) -> bool:
     return client.execute(["pgrep", "-x", program])["returncode"] == 0
 
@@ -201,8 +160,8 @@ def test_type_save_read_back_then_reset(provider):
     reply = client.run_pyautogui("pyautogui.hotkey('ctrl', 'end'); pyautogui.write('typed in docker', interval=0.01); "
                                  "pyautogui.hotkey('ctrl', 's')")
     assert reply["status"] == "success", reply
-    saved = _wait_for(lambda: (client.get_file(path) or b"") if b"typed in docker" in (client.get_file(path) or b"")
-                      else b"")
+    saved = wait_until(lambda: (client.get_file(path) or b"") if b"typed in docker" in (client.get_file(path) or b"")
+                       else b"", timeout=20.0, interval=0.2)
     assert saved.startswith(b"first line") and b"typed in docker" in saved, saved
 
     provider.reset()

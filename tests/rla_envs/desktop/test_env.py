@@ -12,13 +12,10 @@ from rla_envs.desktop.env import OSWorldEnv
 from rla_envs.desktop.osworld.errors import NotRunnable
 from rla_envs.desktop.providers.base import DesktopProvider
 from rla_envs.desktop.tasks import bundled_tasks
+from tests.rla_envs.desktop.conftest import by_osworld_id
 
 INFO_KEYS = {"task_id", "instruction", "won", "step", "invalid_action", "osworld_id", "app", "action_kind",
              "action_source", "action_error", "score", "evaluated_on", "evaluation_error"}
-
-
-def by_osworld_id(osworld_id: str):
-    return next(t for t in bundled_tasks() if t.meta["osworld_id"] == osworld_id)
 
 
 class UntouchableProvider(DesktopProvider):

@@ -12,10 +12,7 @@ from rla_envs.core.family import TaskFamily
 from rla_envs.core.task import Task, thaw
 from rla_envs.desktop.family import HINT_MARKER, DesktopFamily, anchors, split_hints
 from rla_envs.desktop.tasks import bundled_tasks
-
-
-def by_osworld_id(osworld_id: str) -> Task:
-    return next(t for t in bundled_tasks() if t.meta["osworld_id"] == osworld_id)
+from tests.rla_envs.desktop.conftest import by_osworld_id
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
 from rla_envs.desktop.session import SESSION_MARKER_ENV
+from tests.rla_envs.desktop.conftest import listening_addresses, wait_until
 
 desktop = pytest.mark.desktop
 
@@ -26,32 +26,6 @@ def session_processes(session_id: str) -> list[int]:
         except OSError:
             continue
     return found
-
-
-def listening_addresses(port: int) -> list[tuple[str, str]]:
-    """``(table, local address)`` of every LISTEN socket on ``port`` in /proc/net/tcp and tcp6."""
-    found = []
-    for table in ("tcp", "tcp6"):
-        try:
-            lines = open(f"/proc/net/{table}").read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local, state = fields[1], fields[3]
-            address, port_hex = local.rsplit(":", 1)
-            if state == "0A" and int(port_hex, 16) == port:
-                found.append((table, address))
-    return found
-
-
-def wait_until(predicate, timeout: float = 15.0, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 @desktop
