@@ -224,8 +224,7 @@ class OSWorldEnv(TaskEnv):
         else:
             task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
         raw = osworld_json(task)
-        has_app = getattr(self.provider, "has_app", None)  # a container knows its own programs
-        reasons = not_runnable_reasons(raw, cache=self.cache, has_app=has_app if callable(has_app) else None)
+        reasons = not_runnable_reasons(raw, cache=self.cache, has_app=self.provider.has_app)
         if reasons:
             raise NotRunnable(str(raw.get("id")), reasons)
         self.task = None  # no episode until the setup succeeded

@@ -17,18 +17,14 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 
 from controller import a11y, windows
 from controller.home import HomeTemplate
+from controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSIONS, TEXT_EXTENSIONS, WRITER_EXTENSIONS, opener_for
 from controller.processes import CommandError, ProcessTracker, normalise_command
 from controller.screen import Screen
 
-__all__ = ["State", "create_app", "opener_for"]
+__all__ = ["State", "create_app"]
 
 EXECUTE_TIMEOUT_S = 110.0  # under the client's 120 s, so a slow command gets this server's clear reply
 OPEN_FILE_TIMEOUT_S = 50.0
-TEXT_EXTENSIONS = {".txt", ".py", ".md", ".json", ".log", ".sh", ".cfg", ".ini", ".yaml", ".yml", ".xml",
-                   ".html", ".htm", ".css", ".js", ".c", ".h", ".cpp", ".java", ".tex", ".toml", ".rst", ""}
-CALC_EXTENSIONS = {".xlsx", ".xls", ".csv", ".ods", ".tsv", ".xlsm", ".fods"}
-WRITER_EXTENSIONS = {".docx", ".doc", ".odt", ".rtf", ".fodt"}
-IMPRESS_EXTENSIONS = {".pptx", ".ppt", ".odp"}
 
 
 @dataclass
@@ -41,22 +37,6 @@ class State:
     template: HomeTemplate
     screen: Screen
     token: str
-
-
-def opener_for(path: Path) -> list[str] | None:
-    """The command that opens ``path`` with its app, chosen by extension (None: no installed app for it)."""
-    import shutil
-
-    suffix = path.suffix.lower()
-    for extensions, module, launcher in ((CALC_EXTENSIONS, "--calc", "localc"),
-                                         (WRITER_EXTENSIONS, "--writer", "lowriter"),
-                                         (IMPRESS_EXTENSIONS, "--impress", "loimpress")):
-        if suffix in extensions:
-            # Debian's lo* launchers come with each module's package: no launcher, no module
-            return ["libreoffice", module, str(path)] if shutil.which(launcher) else None
-    if suffix in TEXT_EXTENSIONS:
-        return ["mousepad", str(path)]
-    return None
 
 
 def _expand(path: str, home: Path) -> Path:

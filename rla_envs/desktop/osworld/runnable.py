@@ -22,6 +22,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from rla_envs.core.task import Task
+from rla_envs.desktop.controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSIONS, TEXT_EXTENSIONS, WRITER_EXTENSIONS
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.getters import GETTERS
 from rla_envs.desktop.osworld.metrics import is_supported
@@ -36,15 +37,14 @@ __all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "defaul
 HasApp = Callable[[str], bool]
 
 OPENERS: dict[str, tuple[str, frozenset[str]]] = {
-    "localc": ("LibreOffice Calc", frozenset({".xlsx", ".xls", ".xlsm", ".ods", ".csv", ".tsv", ".fods"})),
-    "lowriter": ("LibreOffice Writer", frozenset({".docx", ".doc", ".odt", ".rtf", ".fodt"})),
-    "loimpress": ("LibreOffice Impress", frozenset({".pptx", ".ppt", ".odp"})),
-    "mousepad": ("Mousepad", frozenset({".txt", ".py", ".md", ".json", ".log", ".sh", ".cfg", ".ini", ".yaml",
-                                       ".yml", ".xml", ".html", ".htm", ".css", ".js", ".c", ".h", ".cpp",
-                                       ".java", ".tex", ".toml", ".rst", ".srt", ".bib", ""})),
+    "localc": ("LibreOffice Calc", CALC_EXTENSIONS),
+    "lowriter": ("LibreOffice Writer", WRITER_EXTENSIONS),
+    "loimpress": ("LibreOffice Impress", IMPRESS_EXTENSIONS),
+    "mousepad": ("Mousepad", TEXT_EXTENSIONS),
 }
 """The program whose presence says an ``open`` step's file has its app (Debian's ``localc``/``lowriter``/
-``loimpress`` come with ``libreoffice-calc``/``-writer``/``-impress``), and the extensions it opens."""
+``loimpress`` come with ``libreoffice-calc``/``-writer``/``-impress``), and the extensions it opens: the
+controller's own table (``controller/openers.py``), so the two never disagree."""
 
 _SHELL_WORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
                 "function", "[", "[[", "test", "echo", "cd", "export", "source", ".", "set", "unset", "true",
@@ -263,9 +263,13 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
     expected = _as_list(evaluator.get("expected"), count) if evaluator.get("expected") else [None] * count
     options = _as_list(evaluator.get("options") or {}, count)
     if isinstance(funcs, list):
-        mismatched = [f"evaluator: 'func' lists {count} metrics but '{key}' has {len(values)} entries"
-                      for key, values in (("result", results), ("expected", expected), ("options", options))
-                      if len(values) != count]
+        # the evaluator walks 'result' and 'expected' entry by entry beside 'func' (OSWorld indexes them too)
+        mismatched = [f"evaluator: 'func' lists {count} metrics but '{key}' is not a list"
+                      for key in ("result", "expected")
+                      if evaluator.get(key) and not isinstance(evaluator.get(key), list)]
+        mismatched += [f"evaluator: 'func' lists {count} metrics but '{key}' has {len(values)} entries"
+                       for key, values in (("result", results), ("expected", expected), ("options", options))
+                       if len(values) != count]
         if mismatched:
             return reasons + mismatched
     if evaluator.get("conj", "and") not in ("and", "or"):
@@ -290,8 +294,8 @@ def not_runnable_reasons(task_json: Task | Mapping[str, Any], *, cache: FileCach
     Args:
         task_json: the task's JSON dict, or a Task from :func:`~rla_envs.desktop.osworld.tasks.load_task`.
         cache: where downloads and reference files are looked up (default: none, only bundled files).
-        has_app: whether a program is installed in the session (default: on this machine's PATH); the docker
-            provider passes its image's inventory.
+        has_app: whether a program is installed in the session (default: on this machine's PATH); the env
+            passes its provider's ``has_app`` (a container answers for its own image).
     """
     raw = osworld_json(task_json)
     cache = cache or FileCache(None)

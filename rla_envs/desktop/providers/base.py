@@ -36,6 +36,15 @@ class DesktopProvider(ClosesOnExit):
         """The running session's controller client (starts the session on first use)."""
         return self.start()
 
+    def has_app(self, name: str) -> bool:
+        """Whether the program ``name`` is on the session's PATH (the runnable check asks before an episode).
+
+        A local session sees this machine's programs; providers whose sessions run elsewhere override this.
+        """
+        import shutil
+
+        return shutil.which(name) is not None
+
     def reset(self) -> None:
         """Bring the session back to its initial state: apps closed, the user's home as at start."""
         raise NotImplementedError

@@ -140,6 +140,7 @@ class DockerProvider(DesktopProvider):
         self.instance = uuid.uuid4().hex[:16]
         self.container: Any = None
         self._client: ControllerClient | None = None
+        self._programs: dict[str, bool] = {}  # has_app's answers: the image does not change under a container
         self._base_url = base_url
         self._docker = client
 
@@ -165,6 +166,15 @@ class DockerProvider(DesktopProvider):
             raise
         self._client = client
         return client
+
+    def has_app(self, name: str) -> bool:
+        """Whether the program ``name`` is on the container's PATH (asked once per name; starts the container)."""
+        if name not in self._programs:
+            import shlex
+
+            reply = self.start().execute(["/bin/sh", "-c", f"command -v {shlex.quote(name)}"], timeout=30)
+            self._programs[name] = reply.get("returncode") == 0
+        return self._programs[name]
 
     def reset(self) -> None:
         """Close every app of the session and restore ``/home/user`` (``POST /rla/reset``; no restart)."""

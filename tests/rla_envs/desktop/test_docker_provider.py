@@ -151,6 +151,13 @@ def _running(client, program: str) -> bool:
 
 
 @pytest.mark.docker
+def test_has_app_answers_for_the_image_not_the_host(provider):
+    assert provider.has_app("mousepad") and provider.has_app("localc")
+    assert not provider.has_app("google-chrome")
+    assert not provider.has_app("pytest")  # on this host's PATH, not in the image
+
+
+@pytest.mark.docker
 def test_type_save_read_back_then_reset(provider):
     client = provider.client
     path = "/home/user/notes.txt"

@@ -184,3 +184,21 @@ def test_reasons_are_listed_once():
 ])
 def test_program_of(command, program):
     assert program_of(command) == program
+
+
+def test_a_metric_list_needs_getter_lists_beside_it():
+    # OSWorld (and the evaluator) walk 'result' entry by entry beside 'func': a single getter there is malformed
+    getter = {"type": "vm_command_line", "command": "cat /home/user/x.txt", "shell": True}
+    task = _task(func=["exact_match", "exact_match"], result=getter,
+                 expected=[{"type": "rule", "rules": {"expected": "a"}}, {"type": "rule", "rules": {"expected": "b"}}])
+    assert _reasons(task) == ["evaluator: 'func' lists 2 metrics but 'result' is not a list"]
+    task["evaluator"]["result"] = [getter, getter]
+    assert _reasons(task) == []
+
+
+def test_open_step_extensions_follow_the_controllers_table():
+    # .srt and .bib open in mousepad in the session, so an open step on them is runnable when mousepad is
+    installed = {"mousepad", "cat"}.__contains__
+    for name in ("subtitles.srt", "refs.bib"):
+        assert _reasons(_task([{"type": "open", "parameters": {"path": f"/home/user/{name}"}}]), has_app=installed) == []
+    assert _reasons(_task([{"type": "open", "parameters": {"path": "/home/user/a.xlsx"}}]), has_app=installed) != []
