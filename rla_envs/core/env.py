@@ -131,6 +131,8 @@ class TaskEnv(gym.Env):
             task = self._coerce_task(options["task"])
         else:
             task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+        self.task = None  # no episode until the new one has begun: a failed _begin leaves nothing to step()
+        self._episode_over = True
         observation, family_info = self._begin(task)
         self.task = task
         self._step_count = 0

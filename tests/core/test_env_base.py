@@ -101,6 +101,16 @@ def test_step_before_reset_is_a_clear_error():
         CountdownEnv().step("hop")
 
 
+def test_a_reset_that_fails_leaves_no_episode_to_step():
+    env = CountdownEnv()
+    env.reset(options={"task": env.tasks[0]})
+    broken = Task(family="countdown", instruction="say nothing", spec={"count": 1})  # no 'word': _begin raises
+    with pytest.raises(KeyError):
+        env.reset(options={"task": broken})
+    with pytest.raises(ResetNeeded, match="reset"):
+        env.step("hop")  # not a step of the previous episode
+
+
 def test_render_ansi_returns_last_observation():
     env = CountdownEnv(render_mode="ansi")
     obs, _ = env.reset(options={"task": env.tasks[0]})
