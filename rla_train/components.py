@@ -225,7 +225,8 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
     policy_trainer = SampleTrainer(policy_model, policy_tokenizer,
                                    grpo_args(config.policy, run_dir / "trl-policy", seed=seed, temperature=temperature,
                                              bf16=config.scale.bf16),
-                                   total_steps=max(1, config.train.steps))
+                                   total_steps=max(1, config.train.steps),
+                                   choice_logprob=config.policy.action_mode == "choice" and config.policy.choice_logprob)
     rm_trainer = None
     if MODES[config.train.mode].train_reward_model and rm_model is not None:
         rm_trainer = SampleTrainer(rm_model, rm_tokenizer,

@@ -189,7 +189,7 @@ class ChoiceBackend:
             choice = Choice(commands, scores.tolist(), probabilities.tolist(), picks[0])
             self.last_choices.append(choice)
             samples = [Sample(text=commands[k], token_ids=list(ids[k]), logprobs=list(logprobs[k]),
-                              finish_reason="stop") for k in picks]
+                              finish_reason="stop", alternatives=[list(c) for c in ids]) for k in picks]
             generations.append(Generation(prompt=text, prompt_ids=prompt_ids, samples=samples))
         return generations
 

@@ -11,7 +11,11 @@ them into one optimizer step with TRL's clipped policy-gradient loss::
     metrics = trainer.update(samples)        # {"loss": ..., "grad_norm": ..., "samples": ..., "tokens": ...}
 
 Every sample's advantage applies to each token of its completion; prompt tokens (which hold the env's
-observations) are never in the loss. Samples with a zero advantage carry no gradient in GRPO and are
+observations) are never in the loss. With ``choice_logprob=True`` (choice policies, which pick one of the
+admissible commands by likelihood, :class:`~rla_train.policies.ChoiceBackend`) the log-probability in TRL's
+loss is instead the choice's: ``log softmax_j(log p(candidate_j | prompt))`` at the chosen candidate, one
+"token" per sample, so the gradient goes to what tells the chosen command from the other admissible ones
+rather than to the tokens they share. Samples with a zero advantage carry no gradient in GRPO and are
 dropped before the forward pass. Micro-batches of ``per_device_train_batch_size`` accumulate into one
 optimizer step, whatever the number of samples.
 """
@@ -36,6 +40,8 @@ class Sample:
         advantage: applied to every completion token.
         logprobs: the sampler's per-token log-probabilities (kept for off-policy corrections; optional).
         info: anything to keep with the sample (episode, step, kind) for logs.
+        alternatives: for a choice policy, the token ids of every candidate it chose among
+            (``completion_ids`` is one of them); a trainer with ``choice_logprob=True`` needs them.
     """
 
     prompt_ids: list[int]
@@ -43,6 +49,7 @@ class Sample:
     advantage: float
     logprobs: list[float] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    alternatives: list[list[int]] | None = None
 
 
 def unused_reward(prompts, completions, **kwargs) -> list[float]:
@@ -88,7 +95,7 @@ def _trainer_class():
                 optimizer steps).
         """
 
-        def __init__(self, model, tokenizer, args, *, total_steps: int):
+        def __init__(self, model, tokenizer, args, *, total_steps: int, choice_logprob: bool = False):
             from datasets import Dataset
 
             if total_steps < 1:
@@ -105,6 +112,14 @@ def _trainer_class():
             self.create_optimizer_and_scheduler(num_training_steps=self.total_steps * max(1, self.num_iterations))
             self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)
             self.model_wrapped = self.model
+            self.choice_logprob = bool(choice_logprob)
+            self._choice_rows = None  # the current micro-batch's (prompt ids, candidate ids, chosen index)
+            if self.choice_logprob:
+                from rla_train.backends.hf import TransformersBackend
+                from rla_train.policies import ChoiceBackend
+
+                self._scorer = ChoiceBackend(TransformersBackend(self.accelerator.unwrap_model(self.model), tokenizer),
+                                             method="packed")
 
         def _prepare_inputs(self, inputs):
             """Inputs arrive generated and scored: nothing to generate here."""
@@ -123,8 +138,11 @@ def _trainer_class():
             micro = max(1, int(self.args.per_device_train_batch_size))
             pad = self.processing_class.pad_token_id
             pad = pad if pad is not None else self.processing_class.eos_token_id
-            batches = [pad_samples(kept[i:i + micro], pad, device=self.accelerator.device)
-                       for i in range(0, len(kept), micro)]
+            if self.choice_logprob:
+                batches = [self._choice_batch(kept[i:i + micro], pad) for i in range(0, len(kept), micro)]
+            else:
+                batches = [pad_samples(kept[i:i + micro], pad, device=self.accelerator.device)
+                           for i in range(0, len(kept), micro)]
             self.current_gradient_accumulation_steps = len(batches)
             # Token-normalised losses (dapo, ...) divide by num_items_in_batch x accumulation steps (TRL's
             # generation-batch convention): give each micro-batch total tokens / micro-batches, so that the
@@ -149,16 +167,59 @@ def _trainer_class():
                 for batch in batches:
                     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
                     mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-                    batch["old_per_token_logps"] = self._get_per_token_logps_and_entropies(
-                        self.model, ids, mask, batch["completion_ids"].size(1))[0]
+                    self._choice_rows = batch.get("choice_rows")
+                    try:
+                        batch["old_per_token_logps"] = self._get_per_token_logps_and_entropies(
+                            self.model, ids, mask, batch["completion_ids"].size(1))[0]
+                    finally:
+                        self._choice_rows = None
+
+        def _choice_batch(self, samples, pad: int) -> dict[str, Any]:
+            """A micro-batch whose one "completion token" per sample is its choice among its alternatives."""
+            import torch
+
+            rows = []
+            for sample in samples:
+                alternatives = [list(a) for a in (sample.alternatives or ())]
+                if list(sample.completion_ids) not in alternatives:
+                    raise ValueError("choice_logprob=True needs each sample's alternatives (the candidates a choice "
+                                     "policy chose among) with its completion among them; got a sample without")
+                rows.append((list(sample.prompt_ids), alternatives, alternatives.index(list(sample.completion_ids))))
+            single = [Sample(s.prompt_ids, [s.completion_ids[-1]], s.advantage) for s in samples]
+            batch = pad_samples(single, pad, device=self.accelerator.device)
+            batch["choice_rows"] = rows
+            return batch
+
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args,
+                                               **kwargs):
+            """TRL's per-token log-probabilities, or with ``choice_logprob`` the choice's (one per sample)."""
+            if self._choice_rows is None:
+                return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
+                                                                  *args, **kwargs)
+            import torch
+
+            rows = self._choice_rows
+            scores = self._scorer.packed_token_logprobs([p for p, _, _ in rows], [c for _, c, _ in rows])
+            logps, entropies = [], []
+            for (_, _, chosen), candidates in zip(rows, scores):
+                logits = torch.stack([c.sum() for c in candidates])
+                log_probs = torch.log_softmax(logits, dim=0)
+                logps.append(log_probs[chosen])
+                entropies.append(-(log_probs.exp() * log_probs).sum())
+            logps, entropies = torch.stack(logps).unsqueeze(1), torch.stack(entropies).unsqueeze(1).detach()
+            return logps, entropies, None
 
         def _optimizer_step(self, batches) -> dict[str, float]:
             """Accumulate the GRPO loss over the micro-batches, clip, step the optimizer and the schedule."""
             loss_total, tokens = 0.0, 0
             for batch in batches:
                 tokens += int(batch["completion_mask"].sum())
-                with self.compute_loss_context_manager():
-                    loss = self.compute_loss(self.model, batch)
+                self._choice_rows = batch.get("choice_rows")
+                try:
+                    with self.compute_loss_context_manager():
+                        loss = self.compute_loss(self.model, {k: v for k, v in batch.items() if k != "choice_rows"})
+                finally:
+                    self._choice_rows = None
                 self.accelerator.backward(loss)
                 loss_total += float(loss.detach())
             grad_norm = float("nan")

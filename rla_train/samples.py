@@ -81,7 +81,8 @@ def policy_samples(groups: Sequence[Sequence], spec: RewardSpec) -> tuple[list[S
                 stats["steps"] += 1
                 stats["zero_advantage_steps"] += float(advantage == 0)
                 samples.append(Sample(step.prompt_ids, step.completion_ids, float(advantage), step.logprobs,
-                                      {"group": group_index, "task_id": episode.task_id, "step": index}))
+                                      {"group": group_index, "task_id": episode.task_id, "step": index},
+                                      alternatives=getattr(step, "alternatives", None)))
     stats["zero_advantage_fraction"] = stats["zero_advantage_steps"] / stats["steps"] if stats["steps"] else 0.0
     return samples, stats
 

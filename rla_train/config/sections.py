@@ -16,9 +16,9 @@ class EnvConfig(_Section):
 
     section: ClassVar[str] = "env"
     id: str = _f("rla/AlfWorld-v0", "registered env id: rla/AlfWorld-v0, rla/TextWorld-v0, rla/Code-v0, rla/OSWorld-v0")
-    options: dict[str, Any] = _f({}, "keyword arguments for gym.make shared by training and evaluation envs "
+    options: dict[str, Any] = _f({"task_types": ["pick_and_place_simple"]}, "keyword arguments for gym.make shared by training and evaluation envs "
                                      "(e.g. {n_per_type: 20, task_types: [pick, clean]} for AlfWorld)")
-    train_options: dict[str, Any] = _f({"split": "train"}, "keyword arguments for the training envs, over "
+    train_options: dict[str, Any] = _f({"split": "train", "n_per_type": 32}, "keyword arguments for the training envs, over "
                                        "`options`: the training task source or split (Code: {source: bundled})")
     eval_options: dict[str, Any] = _f({"split": "valid_unseen"}, "keyword arguments for the evaluation envs, over "
                                       "`options`: the held-out task source or split")
@@ -49,7 +49,7 @@ class PolicyConfig(_Section):
                               "list then only travels with the prompt, for choice policies)",
                               choices=("last", "all", "none"))
     system_prompt: str | None = _f(None, "replaces the agent's default system message (null = the default)")
-    learning_rate: float = _f(1e-4, "AdamW learning rate of the policy (TRL learning_rate)", alias="lr", gt=0,
+    learning_rate: float = _f(3e-4, "AdamW learning rate of the policy (TRL learning_rate)", alias="lr", gt=0,
                               fix="the paper uses 1e-6 for 7B models")
     lr_scheduler_type: str = _f("constant", "learning-rate schedule (TRL lr_scheduler_type)",
                                 choices=("constant", "constant_with_warmup", "linear", "cosine"))
@@ -65,10 +65,13 @@ class PolicyConfig(_Section):
     epsilon: float = _f(0.2, "lower clip range of the policy ratio (TRL epsilon)", gt=0, lt=1)
     epsilon_high: float | None = _f(None, "upper clip range (TRL epsilon_high; null = epsilon)", gt=0)
     beta: float = _f(0.0, "KL coefficient against the reference model (TRL beta; 0 = no reference model)", ge=0)
-    num_iterations: int = _f(1, "optimisation passes over each batch of rollouts (TRL num_iterations)", ge=1)
+    num_iterations: int = _f(2, "optimisation passes over each batch of rollouts (TRL num_iterations)", ge=1)
     loss_type: str = _f("grpo", "policy-gradient loss normalisation (TRL loss_type)",
                         choices=("grpo", "dapo", "dr_grpo", "bnpo"))
     gradient_checkpointing: bool = _f(False, "trade compute for memory (TRL gradient_checkpointing)")
+    choice_logprob: bool = _f(True, "action_mode=choice: the policy gradient's log-probability is the choice's "
+                              "(log-softmax over the admissible commands' scores, one per step) instead of the chosen "
+                              "command's tokens (ignored for other action modes)")
 
     def check(self) -> None:
         if not self.model:
@@ -163,7 +166,7 @@ class RolloutConfig(_Section):
     section: ClassVar[str] = "rollout"
     group_size: int = _f(8, "rollouts per task, one GRPO group (TRL num_generations)", alias="num_generations", ge=2,
                          fix="GRPO z-scores rewards within a group, which needs 2 rollouts or more; the paper uses 8")
-    tasks_per_step: int = _f(2, "tasks (groups) per training step", ge=1)
+    tasks_per_step: int = _f(3, "tasks (groups) per training step", ge=1)
 
 
 @dataclass
@@ -173,17 +176,21 @@ class RunConfig(_Section):
     section: ClassVar[str] = "train"
     mode: str = _f("policy+reward+env", "what is trained: " + ", ".join(MODES) + " (RLAnything's ablation; "
                    "see rla_train.config.MODES)", choices=tuple(MODES))
-    steps: int = _f(10, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
+    steps: int = _f(12, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
     seed: int = _f(0, "seed of everything: rollouts, sampling, the pool, model initialisation")
     warm_start_sft_steps: int = _f(1300, "supervised steps on the env expert's demonstrations before RL (0 = none)",
                                    ge=0)
     warm_start_demos: int = _f(120, "demonstrations played by the env's (searching) expert for the warm start", ge=0)
     warm_start_learning_rate: float = _f(3e-3, "learning rate of the warm-start SFT (constant schedule)", gt=0)
-    warm_start_time_limit_s: float | None = _f(420.0, "stop the warm start after this many seconds even if steps "
+    warm_start_time_limit_s: float | None = _f(60.0, "stop the warm start after this many seconds even if steps "
                                                "remain (null = no limit)", gt=0)
-    eval_every: int = _f(5, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",
+    warm_start_listwise_s: float = _f(180.0, "choice policies (policy.action_mode=choice): after the SFT, this many "
+                                      "seconds of listwise training on the same demonstrations (the cross-entropy of "
+                                      "the expert's command among the admissible ones, scored as the policy acts; "
+                                      "rla_train.warmstart.choice_sft) at warm_start_learning_rate (0 = none)", ge=0)
+    eval_every: int = _f(0, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",
                          ge=0)
-    eval_episodes: int = _f(32, "held-out episodes per evaluation", ge=1)
+    eval_episodes: int = _f(64, "held-out episodes per evaluation", ge=1)
     eval_temperature: float = _f(1.0, "sampling temperature of held-out evaluations (0 = greedy); seeded, so the same "
                                  "run gives the same numbers (tiny choice policies loop when greedy)", ge=0)
     logging_steps: int = _f(1, "log metrics every this many steps (TRL logging_steps)", ge=1)

@@ -39,6 +39,7 @@ class StepRecord:
         action: what was sent to the env (the parsed action, or the raw answer when it did not parse).
         parse_error: why the answer did not parse into an action (None when it did).
         finish_reason: ``"stop"`` or ``"length"``.
+        alternatives: a choice policy's candidates' token ids (``completion_ids`` is one of them), else None.
     """
 
     prompt: str
@@ -49,6 +50,7 @@ class StepRecord:
     action: str
     parse_error: str | None = None
     finish_reason: str = "stop"
+    alternatives: list[list[int]] | None = None
 
     @property
     def input_ids(self) -> list[int]:
@@ -64,7 +66,8 @@ class StepRecord:
         """The step as a JSON-ready dict."""
         return {"prompt": self.prompt, "prompt_ids": list(self.prompt_ids), "completion": self.completion,
                 "completion_ids": list(self.completion_ids), "logprobs": [float(x) for x in self.logprobs],
-                "action": self.action, "parse_error": self.parse_error, "finish_reason": self.finish_reason}
+                "action": self.action, "parse_error": self.parse_error, "finish_reason": self.finish_reason,
+                **({"alternatives": [list(c) for c in self.alternatives]} if self.alternatives is not None else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StepRecord:

@@ -75,3 +75,51 @@ def test_pad_samples_layout():
     assert batch["prompt_ids"].tolist() == [[1, 2, 3], [0, 0, 7]] and batch["prompt_mask"].tolist() == [[1, 1, 1], [0, 0, 1]]
     assert batch["completion_ids"].tolist() == [[4, 0], [8, 9]] and batch["completion_mask"].tolist() == [[1, 0], [1, 1]]
     assert batch["advantages"].tolist() == [0.5, -1.0] and int(batch["num_items_in_batch"]) == 3
+
+
+def choice_logprob(trainer, prompt, alternatives, index):
+    from rla_train.backends.hf import TransformersBackend
+    from rla_train.policies import ChoiceBackend
+
+    scorer = ChoiceBackend(TransformersBackend(trainer.model, trainer.processing_class))
+    [scores] = scorer.token_logprobs([prompt], [alternatives])
+    return float(torch.log_softmax(torch.tensor([sum(s) for s in scores]), 0)[index])
+
+
+def test_choice_logprob_trains_the_choice_among_the_alternatives(trainer_factory):
+    trainer, tokenizer = trainer_factory()
+    trainer.choice_logprob = True  # as SampleTrainer(..., choice_logprob=True) sets it, with its scorer
+    from rla_train.backends.hf import TransformersBackend
+    from rla_train.policies import ChoiceBackend
+
+    trainer._scorer = ChoiceBackend(TransformersBackend(trainer.model, tokenizer), method="packed")
+    prompt = ids(tokenizer, PROMPT)
+    alternatives = [ids(tokenizer, c + "<|im_end|>") for c in ("go to fridge 1", "go to shelf 2", "look")]
+    before = [choice_logprob(trainer, prompt, alternatives, k) for k in (0, 1)]
+    for _ in range(5):
+        metrics = trainer.update([Sample(prompt, alternatives[0], 1.0, alternatives=alternatives),
+                                  Sample(prompt, alternatives[1], -1.0, alternatives=alternatives)])
+    after = [choice_logprob(trainer, prompt, alternatives, k) for k in (0, 1)]
+    assert after[0] > before[0] + 1 and after[1] < before[1]
+    assert metrics["samples"] == 2 and metrics["tokens"] == 2  # one choice per sample
+    with pytest.raises(ValueError, match="alternatives"):
+        trainer.update([Sample(prompt, alternatives[0], 1.0)])
+
+
+def test_choice_logprob_with_several_iterations(trainer_factory, tiny_model_path, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    from rla_train.policy_update import SampleTrainer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
+    args = GRPOConfig(output_dir=str(tmp_path), learning_rate=1e-3, per_device_train_batch_size=2, num_generations=2,
+                      use_cpu=True, report_to="none", bf16=False, max_completion_length=8, beta=0.0, num_iterations=2)
+    trainer = SampleTrainer(AutoModelForCausalLM.from_pretrained(tiny_model_path), tokenizer, args, total_steps=3,
+                            choice_logprob=True)
+    prompt = ids(tokenizer, PROMPT)
+    alternatives = [ids(tokenizer, c + "<|im_end|>") for c in ("open drawer 1", "look")]
+    metrics = trainer.update([Sample(prompt, alternatives[0], 1.0, alternatives=alternatives),
+                              Sample(prompt, alternatives[1], -1.0, alternatives=alternatives),
+                              Sample(prompt, alternatives[1], 0.5, alternatives=alternatives)])
+    assert trainer.state.global_step == 2 and torch.isfinite(torch.tensor(metrics["loss"]))
