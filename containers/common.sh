@@ -3,6 +3,7 @@
 #   . "$ROOT/containers/common.sh"
 #   pick_engine                        # sets ENGINE (docker|podman) and ENGINE_ARGS
 #   ensure_base_image TAG PULL_FROM    # makes TAG from debootstrap (or pulls PULL_FROM when it is set)
+#   sources_digest ROOT FILE...        # the source-hash label the providers check
 #
 # Environment: CONTAINER_ENGINE (docker|podman; default: podman if installed, else docker), PODMAN_RUNTIME
 # (default runc), DEBIAN_MIRROR, DEBOOTSTRAP_CACHE (a dir kept between builds for the rootfs tarball).
@@ -60,4 +61,13 @@ ensure_base_image() {
         tar -C "$rootfs" -c . | "$ENGINE" import --change 'CMD ["/usr/bin/python3"]' - "$base"
     fi
     rm -rf "$rootfs"
+}
+
+# sources_digest ROOT FILE...: the digest an image carries of the sources it was built from (sha256 over
+# "path\nsha256(content)\n" per file, in the order given); the providers' source_hash() computes the same.
+sources_digest() {
+    local root=$1 f
+    shift
+    (cd "$root" && for f in "$@"; do printf '%s\n%s\n' "$f" "$(sha256sum < "$f" | cut -d' ' -f1)"; done) \
+        | sha256sum | cut -d' ' -f1
 }

@@ -34,7 +34,8 @@ for f in $FILES; do
 done
 # Same digest as rla_envs.code.sandbox.docker.source_hash(): the sandbox checks that the image
 # carries the sandbox code the host runs.
-HASH=$(cd "$ROOT" && for f in $FILES; do printf '%s\n%s\n' "$f" "$(sha256sum < "$f" | cut -d' ' -f1)"; done | sha256sum | cut -d' ' -f1)
+# shellcheck disable=SC2086  # FILES: one path per word
+HASH=$(sources_digest "$ROOT" $FILES)
 
 "$ENGINE" build "${ENGINE_ARGS[@]}" --network none --build-arg "BASE=$BASE" --build-arg "SOURCE_HASH=$HASH" \
     -t "$IMAGE" "$CONTEXT"

@@ -57,7 +57,8 @@ for f in $FILES; do
 done
 # Same digest as rla_envs.desktop.providers.docker.source_hash(): the provider checks that the image
 # carries the controller this checkout runs.
-HASH=$(cd "$ROOT" && for f in $FILES; do printf '%s\n%s\n' "$f" "$(sha256sum < "$f" | cut -d' ' -f1)"; done | sha256sum | cut -d' ' -f1)
+# shellcheck disable=SC2086  # FILES: one path per word
+HASH=$(sources_digest "$ROOT" $FILES)
 
 "$ENGINE" build "${ENGINE_ARGS[@]}" --build-arg "BASE=$BASE" --build-arg "SOURCE_HASH=$HASH" -t "$IMAGE" "$CONTEXT"
 end=$(date +%s)
