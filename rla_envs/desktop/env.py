@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
@@ -161,6 +160,8 @@ class OSWorldEnv(TaskEnv):
         self.action_space = PrintableText(max_length=MAX_CODE_CHARS)
         self._last_obs: dict[str, Any] | None = None
         self._last: dict[str, Any] = {}
+        self._raw: dict[str, Any] = {}  # the running task's OSWorld JSON and app (set by _begin)
+        self._app = ""
 
     # ----------------------------------------------------------------- tasks
     def default_tasks(self) -> Sequence[Task]:
@@ -211,34 +212,23 @@ class OSWorldEnv(TaskEnv):
         return self.provider.start()
 
     # ----------------------------------------------------------------- gymnasium API
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def _begin(self, task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Refuse a task this env cannot run (every reason), else reset the session, run its setup, observe."""
         from rla_envs.desktop.osworld.errors import NotRunnable
         from rla_envs.desktop.osworld.runnable import not_runnable_reasons
         from rla_envs.desktop.osworld.setup import run_steps
         from rla_envs.desktop.osworld.tasks import osworld_json
 
-        gym.Env.reset(self, seed=seed)
-        options = options or {}
-        if options.get("task") is not None:
-            task = self._coerce_task(options["task"])
-        else:
-            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
         raw = osworld_json(task)
         reasons = not_runnable_reasons(raw, cache=self.cache, has_app=self.provider.has_app)
         if reasons:
             raise NotRunnable(str(raw.get("id")), reasons)
-        self.task = None  # no episode until the setup succeeded
-        self._episode_over = True
         client = self.client
         self.provider.reset()
         run_steps(client, raw.get("config") or [], cache=self.cache, task_id=str(raw["id"]))
-        self.task = task
-        self._raw = raw
-        self._step_count = 0
-        self._episode_over = False
+        self._raw, self._app = raw, str(task.meta.get("app", ""))
         self._last = self._fresh_info(kind=None, source=None)
-        observation = self._observe()
-        return observation, self._info(won=False, invalid_action=False, family_info=self._last)
+        return self._observe(task.instruction), self._last
 
     def step(self, action: Any):
         if self.task is None:
@@ -260,7 +250,7 @@ class OSWorldEnv(TaskEnv):
             reward = float(info["score"] or 0.0)
         self._episode_over = terminated or truncated
         self._last = info
-        observation = self._observe()
+        observation = self._observe(self.task.instruction)
         won = info["score"] is not None and info["score"] >= 1.0
         return observation, reward, terminated, truncated, self._info(
             won=won, invalid_action=error is not None, family_info=info)
@@ -323,8 +313,7 @@ class OSWorldEnv(TaskEnv):
             return None, f"{type(exc).__name__}: {exc}"
         return min(max(score, 0.0), 1.0), None
 
-    def _observe(self) -> dict[str, Any]:
-        assert self.task is not None
+    def _observe(self, instruction: str) -> dict[str, Any]:
         client = self.client
         screenshot = np.array(client.screenshot_array(), dtype=np.uint8, copy=True)
         expected = self.observation_space["screenshot"].shape
@@ -343,14 +332,13 @@ class OSWorldEnv(TaskEnv):
         observation = {
             "screenshot": screenshot,
             "accessibility_tree": _printable(tree or "", MAX_TREE_CHARS),
-            "instruction": _printable(self.task.instruction, MAX_INSTRUCTION_CHARS),
+            "instruction": _printable(instruction, MAX_INSTRUCTION_CHARS),
         }
         self._last_obs = observation
         return observation
 
     def _fresh_info(self, *, kind: str | None, source: str | None) -> dict[str, Any]:
-        assert self.task is not None
-        return {"osworld_id": str(self._raw.get("id")), "app": str(self.task.meta.get("app", "")),
+        return {"osworld_id": str(self._raw.get("id")), "app": self._app,
                 "action_kind": kind, "action_source": source, "action_error": None, "score": None,
                 "evaluated_on": None, "evaluation_error": None}
 
