@@ -142,8 +142,9 @@ class AlfWorldEnv(TaskEnv):
             found = alfworld_tasks.dataset_tasks(data_root, self.split)
             source = f"the ALFWorld data of split {self.split!r}"
         else:
-            found = alfworld_tasks.generated_tasks(
-                self.split, self.n_per_type or alfworld_tasks.DEFAULT_N_PER_TYPE, self.task_seed)
+            found = alfworld_tasks.generated_tasks(  # only the types played: the same games, fewer to generate
+                self.split, self.n_per_type or alfworld_tasks.DEFAULT_N_PER_TYPE, self.task_seed,
+                task_types=self.task_types)
             source = f"the generated {self.split!r} tasks"
         return self._filter(found, source)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -164,8 +164,11 @@ def _game_file_name(job: tuple[str, str, int]) -> str:
 
 
 def generated_tasks(split: str = "train", n_per_type: int = DEFAULT_N_PER_TYPE, seed: int = 0, *,
-                    workers: int = 2, progress: bool = True) -> list[Task]:
+                    task_types: Collection[str] | None = None, workers: int = 2, progress: bool = True) -> list[Task]:
     """The generated ALFWorld tasks of a split: ``n_per_type`` for each of the 6 task types, seeded.
+
+    ``task_types`` generates (and returns) only the games of those types: the very games the full set
+    holds for them (same floor plans and seeds), at a fraction of the cost.
 
     Games are generated once (each verified by playing its walkthrough in the engine) and cached under
     ``cache_dir("alfworld", "generated", ...)`` as one ``.tw-pddl`` game file per task plus ``tasks.json``;
@@ -175,19 +178,25 @@ def generated_tasks(split: str = "train", n_per_type: int = DEFAULT_N_PER_TYPE, 
     thread-safe); ``progress`` shows a tqdm bar (default: when generating).
     """
     from rla_envs.alfworld.generate import SPLITS, generate_split, split_jobs
+    from rla_envs.alfworld.scene import TASK_TYPES
 
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
+    wanted = None if task_types is None else {task_types} if isinstance(task_types, str) else set(task_types)
+    if wanted is not None and (not wanted or wanted - set(TASK_TYPES)):
+        raise ValueError(f"task_types must name some of {list(TASK_TYPES)}, got {sorted(wanted)}")
     folder = cache_dir(FAMILY, "generated", f"v{GENERATOR_VERSION}-{split}-n{n_per_type}-seed{seed}")
-    index = folder / "tasks.json"
+    index = folder / ("tasks.json" if wanted is None else f"tasks-{'+'.join(sorted(wanted))}.json")
     if index.exists():
         try:
             return [Task.from_dict(item) for item in json.loads(index.read_text())]
         except (ValueError, KeyError, InvalidTask):
             pass  # a corrupt cache (should not happen with atomic writes): rebuild it
-    jobs = split_jobs(split, n_per_type, seed)
+    every_job = split_jobs(split, n_per_type, seed)  # all types: each type's seeds depend on the ones before it
+    jobs = [job for job in every_job if wanted is None or job[1] in wanted]
     games = {job: game for job in jobs if (game := _finished_game(folder, job)) is not None}
-    for job, game in generate_split(split, n_per_type, seed, workers=workers, progress=progress, skip=set(games)):
+    skip = set(games) | (set(every_job) - set(jobs))
+    for job, game in generate_split(split, n_per_type, seed, workers=workers, progress=progress, skip=skip):
         atomic_write_json(folder / "games" / _game_file_name(job), game)
         games[job] = game
     tasks = []

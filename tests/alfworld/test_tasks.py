@@ -95,6 +95,28 @@ def test_an_interrupted_generation_keeps_the_games_it_finished(alfworld_cache, m
     assert tasks[0] == task_from_game(json.loads(finished[games[0]]), origin="generated", meta=dict(tasks[0].meta))
 
 
+def test_generating_some_task_types_makes_the_same_games_as_the_full_set(alfworld_tasks, alfworld_cache, monkeypatch):
+    real_generate_split = generate_module.generate_split
+    generated = []
+
+    def recording(*args, **kwargs):
+        for job, game in real_generate_split(*args, **kwargs):
+            generated.append(job)
+            yield job, game
+
+    monkeypatch.setattr(generate_module, "generate_split", recording)
+    wanted = ["pick_cool_then_place_in_recep", "look_at_obj_in_light"]
+    some = generated_tasks("valid_unseen", n_per_type=2, seed=5, task_types=wanted, workers=1, progress=False)
+    assert sorted({job[1] for job in generated}) == sorted(wanted) and len(generated) == 4  # nothing else was made
+    assert [t.spec["task_type"] for t in some] == [w for w in TASK_TYPES if w in wanted for _ in range(2)]
+    every = generated_tasks("valid_unseen", n_per_type=2, seed=5, workers=1, progress=False)
+    assert len(generated) == 2 * len(TASK_TYPES)  # the full set reused the four games already made
+    assert some == [t for t in every if t.spec["task_type"] in wanted]
+    assert generated_tasks("valid_unseen", n_per_type=2, seed=5, task_types=wanted[::-1], progress=False) == some
+    with pytest.raises(ValueError, match="task_types must name some of"):
+        generated_tasks("valid_unseen", n_per_type=2, seed=5, task_types=["pick_and_fly"], progress=False)
+
+
 def test_default_size_and_bad_split():
     assert DEFAULT_N_PER_TYPE >= 1
     with pytest.raises(ValueError, match="unknown split 'test'"):
