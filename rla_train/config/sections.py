@@ -18,9 +18,9 @@ class EnvConfig(_Section):
     id: str = _f("rla/AlfWorld-v0", "registered env id: rla/AlfWorld-v0, rla/TextWorld-v0, rla/Code-v0, rla/OSWorld-v0")
     options: dict[str, Any] = _f({"task_types": ["pick_and_place_simple"]}, "keyword arguments for gym.make shared by training and evaluation envs "
                                      "(e.g. {n_per_type: 20, task_types: [pick, clean]} for AlfWorld)")
-    train_options: dict[str, Any] = _f({"split": "train", "n_per_type": 32}, "keyword arguments for the training envs, over "
+    train_options: dict[str, Any] = _f({"split": "train", "n_per_type": 128}, "keyword arguments for the training envs, over "
                                        "`options`: the training task source or split (Code: {source: bundled})")
-    eval_options: dict[str, Any] = _f({"split": "valid_unseen"}, "keyword arguments for the evaluation envs, over "
+    eval_options: dict[str, Any] = _f({"split": "valid_unseen", "n_per_type": 32}, "keyword arguments for the evaluation envs, over "
                                       "`options`: the held-out task source or split")
     max_steps: int = _f(30, "most policy turns per episode (the env's max_steps where it has one)", ge=1)
     num_envs: int = _f(8, "env instances playing at once, i.e. the policy's generate batch per turn", ge=1)
@@ -180,7 +180,7 @@ class RunConfig(_Section):
     seed: int = _f(0, "seed of everything: rollouts, sampling, the pool, model initialisation")
     warm_start_sft_steps: int = _f(1300, "supervised steps on the env expert's demonstrations before RL (0 = none)",
                                    ge=0)
-    warm_start_demos: int = _f(120, "demonstrations played by the env's (searching) expert for the warm start", ge=0)
+    warm_start_demos: int = _f(480, "demonstrations played by the env's (searching) expert for the warm start", ge=0)
     warm_start_learning_rate: float = _f(3e-3, "learning rate of the warm-start SFT (constant schedule)", gt=0)
     warm_start_time_limit_s: float | None = _f(60.0, "stop the warm start after this many seconds even if steps "
                                                "remain (null = no limit)", gt=0)
