@@ -80,14 +80,7 @@ def test_an_interrupted_generation_keeps_the_games_it_finished(alfworld_cache, m
     finished = {path: path.read_text() for path in games[:2]}
     games[1].write_text(finished[games[1]][:100])  # a damaged file (not from our atomic writes) is redone
 
-    regenerated = []
-
-    def recording(*args, **kwargs):
-        for job, game in real_generate_split(*args, **kwargs):
-            regenerated.append(job)
-            yield job, game
-
-    monkeypatch.setattr(generate_module, "generate_split", recording)
+    regenerated = _record_generated_jobs(monkeypatch, real_generate_split)
     tasks = generated_tasks("train", n_per_type=1, seed=3, workers=1, progress=False)
     assert regenerated == jobs[1:]  # the intact finished game was reused, not generated again
     assert games[0].read_text() == finished[games[0]] and games[1].read_text() == finished[games[1]]
@@ -95,8 +88,8 @@ def test_an_interrupted_generation_keeps_the_games_it_finished(alfworld_cache, m
     assert tasks[0] == task_from_game(json.loads(finished[games[0]]), origin="generated", meta=dict(tasks[0].meta))
 
 
-def test_generating_some_task_types_makes_the_same_games_as_the_full_set(alfworld_tasks, alfworld_cache, monkeypatch):
-    real_generate_split = generate_module.generate_split
+def _record_generated_jobs(monkeypatch, real_generate_split) -> list:
+    """Make ``generate_split`` record each job it generates; returns the (growing) list of jobs."""
     generated = []
 
     def recording(*args, **kwargs):
@@ -105,6 +98,11 @@ def test_generating_some_task_types_makes_the_same_games_as_the_full_set(alfworl
             yield job, game
 
     monkeypatch.setattr(generate_module, "generate_split", recording)
+    return generated
+
+
+def test_generating_some_task_types_makes_the_same_games_as_the_full_set(alfworld_tasks, alfworld_cache, monkeypatch):
+    generated = _record_generated_jobs(monkeypatch, generate_module.generate_split)
     wanted = ["pick_cool_then_place_in_recep", "look_at_obj_in_light"]
     some = generated_tasks("valid_unseen", n_per_type=2, seed=5, task_types=wanted, workers=1, progress=False)
     assert sorted({job[1] for job in generated}) == sorted(wanted) and len(generated) == 4  # nothing else was made
