@@ -237,10 +237,22 @@ def _trainer_class():
                     "global_step": self.state.global_step}
 
         def load_state_dicts(self, states: dict[str, Any]) -> None:
-            """Put back what :meth:`state_dicts` returned."""
+            """Put back what :meth:`state_dicts` returned.
+
+            The schedule continues from where it was; its peak learning rate is this trainer's
+            ``args.learning_rate`` (the saved scheduler state would otherwise bring back the one the run
+            started with, and a ``--resume`` with another learning rate would silently keep the old one).
+            """
             self.optimizer.load_state_dict(states["optimizer"])
             self.lr_scheduler.load_state_dict(states["scheduler"])
             self.state.global_step = int(states["global_step"])
+            peak = float(self.args.learning_rate)
+            if any(base != peak for base in self.lr_scheduler.base_lrs):
+                for group, base in zip(self.optimizer.param_groups, self.lr_scheduler.base_lrs):
+                    group["lr"] = group["lr"] * peak / base if base else peak
+                    group["initial_lr"] = peak
+                self.lr_scheduler.base_lrs = [peak] * len(self.optimizer.param_groups)
+                self.lr_scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     return SampleTrainer
 

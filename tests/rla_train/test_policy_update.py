@@ -20,9 +20,9 @@ def trainer_factory(tiny_model_path, tmp_path):
     def make(**options):
         model = AutoModelForCausalLM.from_pretrained(tiny_model_path)
         tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
-        args = GRPOConfig(output_dir=str(tmp_path), learning_rate=1e-3, per_device_train_batch_size=2, num_generations=2,
-                          use_cpu=True, report_to="none", bf16=False, max_completion_length=8, beta=0.0,
-                          lr_scheduler_type="constant", **options)
+        options = {"learning_rate": 1e-3, "lr_scheduler_type": "constant", **options}
+        args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2,
+                          use_cpu=True, report_to="none", bf16=False, max_completion_length=8, beta=0.0, **options)
         return SampleTrainer(model, tokenizer, args, total_steps=10), tokenizer
     return make
 
@@ -68,6 +68,24 @@ def test_optimizer_and_schedule_state_round_trip(trainer_factory):
     other.load_state_dicts(trainer.state_dicts())
     assert other.state.global_step == 1
     assert other.optimizer.state_dict()["state"][0]["step"] == trainer.optimizer.state_dict()["state"][0]["step"]
+
+
+def test_a_resumed_trainer_takes_its_learning_rate_from_its_args_at_the_same_point_of_the_schedule(trainer_factory):
+    trainer, tokenizer = trainer_factory(lr_scheduler_type="linear")
+    prompt = ids(tokenizer, PROMPT)
+    batch = [Sample(prompt, ids(tokenizer, "look<|im_end|>"), 1.0), Sample(prompt, [5, 6], -1.0)]
+    for _ in range(2):
+        trainer.update(batch)
+    decayed = trainer.lr_scheduler.get_last_lr()[0]
+    assert decayed == pytest.approx(1e-3 * 8 / 10)  # linear decay over 10 steps, 2 taken
+    halved, _ = trainer_factory(lr_scheduler_type="linear", learning_rate=5e-4)  # resumed with --set policy.lr=5e-4
+    halved.load_state_dicts(trainer.state_dicts())
+    assert [g["lr"] for g in halved.optimizer.param_groups] == pytest.approx([decayed / 2] * len(halved.optimizer.param_groups))
+    halved.update(batch)
+    assert halved.lr_scheduler.get_last_lr()[0] == pytest.approx(5e-4 * 7 / 10)
+    same, _ = trainer_factory(lr_scheduler_type="linear")  # resumed unchanged: exactly the saved state
+    same.load_state_dicts(trainer.state_dicts())
+    assert same.optimizer.state_dict()["param_groups"] == trainer.optimizer.state_dict()["param_groups"]
 
 
 def test_pad_samples_layout():
