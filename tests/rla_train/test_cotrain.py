@@ -74,25 +74,25 @@ def _run(args, cache, **popen):
 
 
 def test_sigkill_mid_step_then_resume_matches_an_uninterrupted_run(alfworld_cache, tmp_path):
-    common = [arg for pair in (("--set", s) for s in [*SMALL, "train.steps=4"]) for arg in pair]
+    common = [arg for pair in (("--set", s) for s in [*SMALL, "train.steps=3"]) for arg in pair]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     assert _run([*common, "--set", f"output.dir={straight}"], alfworld_cache).wait(timeout=600) == 0
     process = _run([*common, "--set", f"output.dir={killed}"], alfworld_cache)
     try:
         deadline = time.time() + 600
-        while not (killed / "checkpoints" / "step-000002").exists():  # wait for step 2's checkpoint
+        while not (killed / "checkpoints" / "step-000001").exists():  # wait for step 1's checkpoint
             assert process.poll() is None and time.time() < deadline, process.stderr.read()
             time.sleep(0.05)
-        time.sleep(0.5)  # now in the middle of step 3
+        time.sleep(0.5)  # now in the middle of step 2 (the resumed run then takes two steps)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-    assert not (killed / "checkpoints" / "step-000004").exists()
+    assert not (killed / "checkpoints" / "step-000002").exists()
     resumed = _run(["--resume", str(killed)], alfworld_cache)
     assert resumed.wait(timeout=600) == 0, resumed.stderr.read()
     strip = [{k: v for k, v in row.items() if k not in VOLATILE} for row in metrics(straight)]
     assert [{k: v for k, v in row.items() if k not in VOLATILE} for row in metrics(killed)] == strip
-    final = "checkpoints/step-000004"
+    final = "checkpoints/step-000003"
     for role in ("policy", "reward_model"):
         a, b = weights(straight / final / role), weights(killed / final / role)
         assert all(torch.equal(a[k], b[k]) for k in a), role
