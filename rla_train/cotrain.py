@@ -149,7 +149,8 @@ def _warm_start(config: TrainConfig, parts, run_dir: Path) -> dict[str, float]:
 
     The expert plays the training env's own tasks (``env.options`` + ``env.train_options``: the same task
     types and task set the policy then trains on). TRL's SFT first; then, for a choice policy and
-    ``train.warm_start_listwise_s > 0``, listwise training on the same states (:func:`choice_sft`).
+    ``train.warm_start_listwise_steps > 0``, listwise training on the same states (:func:`choice_sft`).
+    Both are bounded by steps, never by wall time, so a seed gives the same starting weights on any machine.
     """
     from rla_train.warmstart import choice_sft, expert_demonstrations, sft_warm_start
 
@@ -159,16 +160,13 @@ def _warm_start(config: TrainConfig, parts, run_dir: Path) -> dict[str, float]:
     history: list = []
     sft_warm_start(parts.policy_model, parts.policy_tokenizer, demos, steps=config.train.warm_start_sft_steps,
                    lr=config.train.warm_start_learning_rate, output_dir=run_dir / "warm-start",
-                   time_limit_s=config.train.warm_start_time_limit_s, seed=config.train.seed, log_history=history,
-                   lr_scheduler_type="constant")
+                   seed=config.train.seed, log_history=history, lr_scheduler_type="constant")
     losses = [h["loss"] for h in history if "loss" in h]
     summary = {"warm_start_examples": float(len(demos)), "warm_start_final_loss": float(losses[-1]) if losses else 0.0}
-    if config.policy.action_mode == "choice" and config.train.warm_start_listwise_s > 0:
+    if config.policy.action_mode == "choice" and config.train.warm_start_listwise_steps > 0:
         listwise: list = []
-        seconds = config.train.warm_start_listwise_s
-        choice_sft(parts.policy_model, parts.policy_tokenizer, demos, steps=max(1, int(seconds * 20)),  # time-bound
-                   lr=config.train.warm_start_learning_rate, time_limit_s=seconds, seed=config.train.seed,
-                   log_history=listwise)
+        choice_sft(parts.policy_model, parts.policy_tokenizer, demos, steps=config.train.warm_start_listwise_steps,
+                   lr=config.train.warm_start_learning_rate, seed=config.train.seed, log_history=listwise)
         tail = listwise[-50:]
         summary.update({"warm_start_listwise_steps": float(len(listwise)),
                         "warm_start_listwise_loss": float(sum(h["loss"] for h in tail) / len(tail)) if tail else 0.0,

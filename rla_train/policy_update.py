@@ -17,7 +17,19 @@ loss is instead the choice's: ``log softmax_j(log p(candidate_j | prompt))`` at 
 "token" per sample, so the gradient goes to what tells the chosen command from the other admissible ones
 rather than to the tokens they share. Samples with a zero advantage carry no gradient in GRPO and are
 dropped before the forward pass. Micro-batches of ``per_device_train_batch_size`` accumulate into one
-optimizer step, whatever the number of samples.
+optimizer step per mini-batch: ``mini_batches`` slices of the samples, each its own optimizer step (the
+RLAnything release takes 4 per training step), repeated ``num_iterations`` times. With more than one
+optimizer step per update the clipped ratio is taken against the log-probabilities from before the first.
+
+KL penalty (``beta > 0``), measured with TRL's k3 estimator against ``kl_reference``: ``"initial"`` (TRL's
+reference model, a frozen copy of the model as it was built) or ``"pre_update"`` (the policy before this
+update's first optimizer step, as the release does; no reference copy is kept).
+
+TRL internals this module relies on (checked against trl 1.16): ``GRPOTrainer.compute_loss`` /
+``_compute_loss`` reading ``prompt_ids``, ``prompt_mask``, ``completion_ids``, ``completion_mask``,
+``advantages``, ``num_items_in_batch``, ``old_per_token_logps`` and ``ref_per_token_logps`` from the batch;
+``self.beta`` and ``self.ref_model`` (None when beta is 0); ``current_gradient_accumulation_steps`` as the
+loss normaliser; ``_get_per_token_logps_and_entropies``; ``_metrics["train"]``.
 """
 
 from __future__ import annotations
@@ -95,11 +107,22 @@ def _trainer_class():
                 optimizer steps).
         """
 
-        def __init__(self, model, tokenizer, args, *, total_steps: int, choice_logprob: bool = False):
+        def __init__(self, model, tokenizer, args, *, total_steps: int, choice_logprob: bool = False,
+                     mini_batches: int = 1, kl_reference: str = "initial"):
+            import copy
+
             from datasets import Dataset
 
             if total_steps < 1:
                 raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+            if type(mini_batches) is not int or mini_batches < 1:
+                raise ValueError(f"mini_batches must be an int >= 1 (optimizer steps per pass), got {mini_batches!r}")
+            if kl_reference not in ("initial", "pre_update"):
+                raise ValueError(f"kl_reference must be 'initial' or 'pre_update', got {kl_reference!r}")
+            beta = float(args.beta)
+            if kl_reference == "pre_update" and beta:
+                args = copy.copy(args)  # the caller's config stays as given
+                args.beta = 0.0  # TRL then keeps no reference copy; the KL is put back below (self.beta)
             if args.steps_per_generation not in (None, 1) or args.gradient_accumulation_steps != 1:
                 raise ValueError("SampleTrainer accumulates all samples of an update into one optimizer step "
                                  "(micro-batches of per_device_train_batch_size); leave gradient_accumulation_steps and "
@@ -108,8 +131,10 @@ def _trainer_class():
             placeholder = Dataset.from_dict({"prompt": ["unused"] * max(2, args.num_generations)})
             super().__init__(model=model, reward_funcs=[unused_reward], args=args, train_dataset=placeholder,
                              processing_class=tokenizer)
+            self.beta, self.kl_reference, self.mini_batches = beta, kl_reference, mini_batches
             self.total_steps = int(total_steps)
-            self.create_optimizer_and_scheduler(num_training_steps=self.total_steps * max(1, self.num_iterations))
+            self.create_optimizer_and_scheduler(
+                num_training_steps=self.total_steps * max(1, self.num_iterations) * self.mini_batches)
             self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)
             self.model_wrapped = self.model
             self.choice_logprob = bool(choice_logprob)
@@ -126,53 +151,85 @@ def _trainer_class():
             return inputs
 
         def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-            """``num_iterations`` optimizer steps on ``samples`` (zero-advantage ones dropped); metrics of the last.
+            """``num_iterations`` passes over ``samples`` (zero-advantage ones dropped), ``mini_batches`` optimizer
+            steps each; returns the metrics of the last step.
 
-            With ``num_iterations > 1`` the log-probabilities before the first step are the ``old`` ones of
+            With more than one optimizer step, the log-probabilities before the first are the ``old`` ones of
             the clipped ratio, as in TRL's own multi-iteration GRPO.
             """
             kept = [s for s in samples if s.advantage != 0 and s.completion_ids]
             metrics = {"samples": float(len(kept)), "dropped_zero_advantage": float(len(samples) - len(kept))}
             if not kept:
                 return {**metrics, "loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
+            parts = min(self.mini_batches, len(kept))
+            bounds = [round(k * len(kept) / parts) for k in range(parts + 1)]
+            steps = [self._micro_batches(kept[a:b]) for a, b in zip(bounds, bounds[1:])]
+            self.model.train()
+            if self.num_iterations * parts > 1 or (self.beta and self.kl_reference == "pre_update"):
+                self._store_old_logps([batch for batches in steps for batch in batches])
+            if self.beta and self.kl_reference == "initial":
+                self._store_ref_logps([batch for batches in steps for batch in batches])
+            for _ in range(self.num_iterations):
+                for batches in steps:
+                    step = self._optimizer_step(batches)
+            trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
+            self._metrics["train"].clear()
+            return {**metrics, **step, "optimizer_steps": float(self.num_iterations * parts),
+                    "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
+                    **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
+
+        def _micro_batches(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
+            """The micro-batches of one optimizer step, their token counts normalised over the whole step."""
             micro = max(1, int(self.args.per_device_train_batch_size))
             pad = self.processing_class.pad_token_id
             pad = pad if pad is not None else self.processing_class.eos_token_id
             if self.choice_logprob:
-                batches = [self._choice_batch(kept[i:i + micro], pad) for i in range(0, len(kept), micro)]
+                batches = [self._choice_batch(samples[i:i + micro], pad) for i in range(0, len(samples), micro)]
             else:
-                batches = [pad_samples(kept[i:i + micro], pad, device=self.accelerator.device)
-                           for i in range(0, len(kept), micro)]
-            self.current_gradient_accumulation_steps = len(batches)
+                batches = [pad_samples(samples[i:i + micro], pad, device=self.accelerator.device)
+                           for i in range(0, len(samples), micro)]
             # Token-normalised losses (dapo, ...) divide by num_items_in_batch x accumulation steps (TRL's
             # generation-batch convention): give each micro-batch total tokens / micro-batches, so that the
             # accumulated loss is normalised by the step's total token count exactly.
             total_tokens = sum(batch["num_items_in_batch"] for batch in batches)
             for batch in batches:
                 batch["num_items_in_batch"] = total_tokens / len(batches)
-            self.model.train()
-            if self.num_iterations > 1:
-                self._store_old_logps(batches)
-            for _ in range(self.num_iterations):
-                step = self._optimizer_step(batches)
-            trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
-            self._metrics["train"].clear()
-            return {**metrics, **step, "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
-                    **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
+            return batches
 
-        def _store_old_logps(self, batches) -> None:
+        def _logps(self, model, batch):
+            """Per-token log-probabilities of a batch's completions under ``model`` (no gradient)."""
             import torch
 
-            with torch.no_grad():
+            ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+            mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+            self._choice_rows = batch.get("choice_rows")
+            try:
+                with torch.no_grad():
+                    return self._get_per_token_logps_and_entropies(model, ids, mask, batch["completion_ids"].size(1))[0]
+            finally:
+                self._choice_rows = None
+
+        def _store_old_logps(self, batches) -> None:
+            """Keep the pre-update log-probabilities (the clipped ratio's old policy; the pre_update KL's reference)."""
+            for batch in batches:
+                batch["old_per_token_logps"] = self._logps(self.model, batch)
+                if self.beta and self.kl_reference == "pre_update":
+                    batch["ref_per_token_logps"] = batch["old_per_token_logps"]
+
+        def _store_ref_logps(self, batches) -> None:
+            """The reference model's log-probabilities (kl_reference="initial"; TRL's frozen copy)."""
+            if self.ref_model is None:
+                raise RuntimeError("beta > 0 with kl_reference='initial' needs TRL's reference model, which was not "
+                                   "built; use kl_reference='pre_update' or beta=0")
+            if self.choice_logprob:
+                scorer = self._scorer.backend.model
+                self._scorer.backend.model = self.ref_model
+            try:
                 for batch in batches:
-                    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-                    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-                    self._choice_rows = batch.get("choice_rows")
-                    try:
-                        batch["old_per_token_logps"] = self._get_per_token_logps_and_entropies(
-                            self.model, ids, mask, batch["completion_ids"].size(1))[0]
-                    finally:
-                        self._choice_rows = None
+                    batch["ref_per_token_logps"] = self._logps(self.ref_model, batch)
+            finally:
+                if self.choice_logprob:
+                    self._scorer.backend.model = scorer
 
         def _choice_batch(self, samples, pad: int) -> dict[str, Any]:
             """A micro-batch whose one "completion token" per sample is its choice among its alternatives."""
@@ -212,6 +269,7 @@ def _trainer_class():
         def _optimizer_step(self, batches) -> dict[str, float]:
             """Accumulate the GRPO loss over the micro-batches, clip, step the optimizer and the schedule."""
             loss_total, tokens = 0.0, 0
+            self.current_gradient_accumulation_steps = len(batches)
             for batch in batches:
                 tokens += int(batch["completion_mask"].sum())
                 self._choice_rows = batch.get("choice_rows")

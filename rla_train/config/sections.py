@@ -72,6 +72,15 @@ class PolicyConfig(_Section):
     choice_logprob: bool = _f(True, "action_mode=choice: the policy gradient's log-probability is the choice's "
                               "(log-softmax over the admissible commands' scores, one per step) instead of the chosen "
                               "command's tokens (ignored for other action modes)")
+    mini_batches: int = _f(1, "optimizer steps per pass over a training step's samples, each on one slice of them "
+                           "(the RLAnything release: 4 PPO mini-batches per step)", ge=1)
+    group_filter: str = _f("mixed", "which GRPO groups train the policy: mixed (0 < success < 1), alfworld_release "
+                           "(1/8 <= success <= 7/8, the ALFWorld release) or none (every group: all-fail groups then "
+                           "train through the judge alone, as the OSWorld release does)",
+                           choices=("mixed", "alfworld_release", "none"))
+    kl_reference: str = _f("initial", "what beta's KL penalty is measured against: initial (the model before "
+                           "co-training, TRL's reference model) or pre_update (the policy before this step's updates, "
+                           "k3, as the RLAnything release does)", choices=("initial", "pre_update"))
 
     def check(self) -> None:
         if not self.model:
@@ -102,6 +111,23 @@ class RewardModelConfig(_Section):
     max_completion_length: int = _f(32, "most tokens per judgment (reasoning + \\boxed{±1})", alias="max_new_tokens",
                                     ge=1)
     temperature: float = _f(1.0, "sampling temperature of judgments (1 keeps the m votes independent)", gt=0)
+    mini_batches: int = _f(1, "optimizer steps per reward-model update, each on one slice of the judgments "
+                           "(the release: 4)", ge=1)
+    kind: str = _f("model", "model (a generative judge: reward_model.model) or noisy_oracle (the family's step-label "
+                   "oracle, e.g. the ALFWorld planner, with each vote flipped with probability 1 - oracle_accuracy: "
+                   "a judge of known accuracy for checking the machinery; never trained)",
+                   choices=("model", "noisy_oracle"))
+    oracle_accuracy: float = _f(0.8, "kind=noisy_oracle: the probability that each vote equals the oracle's label "
+                                "(0.5 = pure noise)", ge=0, le=1)
+    outcome_encoding: str = _f("pm1", "the outcome O in R_i = O + (λ/m)·Σ_j S_ij: pm1 (+1 won, -1 lost; the paper) or "
+                               "01 (1 won, 0 lost; the ALFWorld release, where after z-scoring the judge weighs as "
+                               "λ = 2 does with pm1)", choices=("pm1", "01"))
+    warm_start_steps: int = _f(0, "listwise steps teaching the reward model the step-label oracle's verdicts on "
+                               "expert and policy steps before co-training (0 = none)", ge=0)
+    warm_start_episodes: int = _f(0, "episodes (half the expert's, half the warm-started policy's) whose labelled "
+                                  "steps the reward-model warm start trains on", ge=0)
+    probe_episodes: int = _f(0, "episodes on held-out training games whose labelled steps form the fixed probe of "
+                             "the reward model's balanced accuracy and AUC (0 = no probe)", ge=0)
     unit_tests_per_answer: int = _f(4, "code only: unit tests asked for in each answer", ge=1)
     unit_test_samples: int = _f(2, "code only: answers (each with tests) per problem", ge=1)
 
@@ -182,15 +208,18 @@ class RunConfig(_Section):
                                    ge=0)
     warm_start_demos: int = _f(480, "demonstrations played by the env's (searching) expert for the warm start", ge=0)
     warm_start_learning_rate: float = _f(3e-3, "learning rate of the warm-start SFT (constant schedule)", gt=0)
-    warm_start_time_limit_s: float | None = _f(60.0, "stop the warm start after this many seconds even if steps "
-                                               "remain (null = no limit)", gt=0)
-    warm_start_listwise_s: float = _f(180.0, "choice policies (policy.action_mode=choice): after the SFT, this many "
-                                      "seconds of listwise training on the same demonstrations (the cross-entropy of "
-                                      "the expert's command among the admissible ones, scored as the policy acts; "
-                                      "rla_train.warmstart.choice_sft) at warm_start_learning_rate (0 = none)", ge=0)
+    warm_start_listwise_steps: int = _f(1200, "choice policies (policy.action_mode=choice): after the SFT, this many "
+                                        "steps of listwise training on the same demonstrations (the cross-entropy of "
+                                        "the expert's command among the admissible ones, scored as the policy acts; "
+                                        "rla_train.warmstart.choice_sft) at warm_start_learning_rate (0 = none). "
+                                        "Bounded by steps, never by time, so a seed gives the same start on any machine",
+                                        ge=0)
     eval_every: int = _f(0, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",
                          ge=0)
     eval_episodes: int = _f(64, "held-out episodes per evaluation", ge=1)
+    probe_episodes: int = _f(64, "episodes on a fixed, seeded probe of training games, played at every evaluation: "
+                             "training success measured on the same tasks each time, not on the tasks the pool "
+                             "happened to draw (0 = none)", ge=0)
     eval_temperature: float = _f(1.0, "sampling temperature of held-out evaluations (0 = greedy); seeded, so the same "
                                  "run gives the same numbers (tiny choice policies loop when greedy)", ge=0)
     logging_steps: int = _f(1, "log metrics every this many steps (TRL logging_steps)", ge=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -17,13 +19,14 @@ def trainer_factory(tiny_model_path, tmp_path):
 
     from rla_train.policy_update import SampleTrainer
 
-    def make(**options):
+    def make(*, mini_batches=1, kl_reference="initial", **options):
         model = AutoModelForCausalLM.from_pretrained(tiny_model_path)
         tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
-        options = {"learning_rate": 1e-3, "lr_scheduler_type": "constant", **options}
+        options = {"learning_rate": 1e-3, "lr_scheduler_type": "constant", "beta": 0.0, **options}
         args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2,
-                          use_cpu=True, report_to="none", bf16=False, max_completion_length=8, beta=0.0, **options)
-        return SampleTrainer(model, tokenizer, args, total_steps=10), tokenizer
+                          use_cpu=True, report_to="none", bf16=False, max_completion_length=8, **options)
+        return SampleTrainer(model, tokenizer, args, total_steps=10, mini_batches=mini_batches,
+                             kl_reference=kl_reference), tokenizer
     return make
 
 
@@ -141,3 +144,34 @@ def test_choice_logprob_with_several_iterations(trainer_factory, tiny_model_path
                               Sample(prompt, alternatives[1], -1.0, alternatives=alternatives),
                               Sample(prompt, alternatives[1], 0.5, alternatives=alternatives)])
     assert trainer.state.global_step == 2 and torch.isfinite(torch.tensor(metrics["loss"]))
+
+
+def test_mini_batches_take_one_optimizer_step_each_and_clip_against_the_first_logprobs(trainer_factory):
+    trainer, tokenizer = trainer_factory(mini_batches=2, num_iterations=2, epsilon=0.01)
+    prompt = ids(tokenizer, PROMPT)
+    samples = [Sample(prompt, ids(tokenizer, text), advantage) for text, advantage in
+               (("go to fridge 1<|im_end|>", 1.0), ("look<|im_end|>", -1.0), ("open fridge 1<|im_end|>", 1.0))]
+    metrics = trainer.update(samples)
+    # 3 samples in 2 mini-batches (slices [0:2] and [2:3]) x 2 passes = 4 optimizer steps
+    assert trainer.state.global_step == 4 and metrics["optimizer_steps"] == 4
+    assert metrics["trl/clip_ratio/region_mean"] > 0  # the last step's ratio is against the pre-update policy
+    one = trainer.update(samples[:1])  # fewer samples than mini-batches: one slice per sample
+    assert one["optimizer_steps"] == 2 and trainer.state.global_step == 6
+
+
+def test_kl_to_the_pre_update_policy_keeps_no_reference_copy(trainer_factory):
+    trainer, tokenizer = trainer_factory(beta=0.5, kl_reference="pre_update", num_iterations=2)
+    assert trainer.ref_model is None and trainer.beta == 0.5
+    prompt, good = ids(tokenizer, PROMPT), ids(tokenizer, "go to fridge 1<|im_end|>")
+    metrics = trainer.update([Sample(prompt, good, 1.0), Sample(prompt, ids(tokenizer, "look<|im_end|>"), -1.0)])
+    # the first pass starts at the reference itself (KL 0); the second has moved away from it
+    assert metrics["trl/kl"] > 0 and math.isfinite(metrics["loss"])
+
+
+def test_kl_to_the_initial_model_uses_trls_reference_copy(trainer_factory):
+    trainer, tokenizer = trainer_factory(beta=0.5, kl_reference="initial")
+    assert trainer.ref_model is not None
+    prompt, good = ids(tokenizer, PROMPT), ids(tokenizer, "go to fridge 1<|im_end|>")
+    first = trainer.update([Sample(prompt, good, 1.0), Sample(prompt, ids(tokenizer, "look<|im_end|>"), -1.0)])
+    second = trainer.update([Sample(prompt, good, 1.0), Sample(prompt, ids(tokenizer, "look<|im_end|>"), -1.0)])
+    assert first["trl/kl"] == 0.0 and second["trl/kl"] > 0  # the policy moved away from its frozen start
