@@ -3,17 +3,37 @@
 Pure functions over numbers and numpy arrays (no torch, no models), one per line of the method
 (see ``DESIGN.md``, "The method in five lines"):
 
-- :func:`outcome_value` — the outcome O_τ: +1 won, −1 otherwise.
+- :func:`outcome_value` — the outcome O_τ: +1 won, −1 otherwise (``encoding="pm1"``, the paper), or 1 / 0
+  (``encoding="01"``, the ALFWorld release).
 - :func:`integrated_rewards` — policy step reward R_i = O_τ + (λ/m)·Σ_j S_ij.
 - :func:`step_advantages` / :func:`nonzero_mask` — z-scores across the rollouts of one task at the same
   step index; zero-advantage samples are dropped.
 - :func:`consistency_rewards` / :func:`episode_consistency_rewards` — reward-model reward R_i·S_ij
-  (unparseable vote → −2), z-scored within the m judgments of a step.
-- :func:`policy_task_filter` / :func:`reward_model_task_filter` — which tasks give training data.
+  (unparseable vote → −2), z-scored within the m judgments of a step (a lone judgment gets 0).
+- :func:`policy_task_filter` / :func:`reward_model_task_filter` — which tasks give training data; the policy
+  filter has three named rules (:data:`GROUP_FILTERS`).
 - :func:`unit_test_correctness` / :func:`unit_test_rewards` — the coding variant: rewards for generated
   unit tests.
 
 Votes are +1 (good step), −1 (bad step) or 0 (the judgment did not parse).
+
+Where the RLAnything release (Gen-Verse/Open-AgentRL, ``reward/alfworld_rl_reward.py`` and
+``reward/osworld_rl_reward.py``) differs from the paper, the choice is a named option:
+
+* outcome 0/1 (ALFWorld release) or ±1 (paper, OSWorld release): ``outcome_value(won, encoding)``. Since
+  O01 = (Opm1 + 1)/2, R01(λ) = O01 + λ·mean S = ½·(Opm1 + 2λ·mean S) + ½ = ½·Rpm1(2λ) + ½: an affine map
+  with a positive scale, so the policy's z-scored advantages under 01 with λ are those of pm1 with 2λ.
+  The reward model's R_i·S_ij is *not* invariant: with 01 a lost trajectory's step has R_i = λ·mean S,
+  which is ≥ 0 whenever the votes lean +1, so agreeing with a "+1" majority on a lost trajectory pays.
+* the policy's group filter (:func:`policy_task_filter`): ``mixed`` 0 < s < 1, ``alfworld_release``
+  1/8 ≤ s ≤ 7/8, ``none`` (OSWorld release: every group).
+* a step judged once gives the reward model nothing (both releases): no spread to standardise.
+
+Float rounding: equal rewards need not be bitwise equal (0.1 + 0.2 vs 0.3), and even bitwise-equal
+ones can have a mean that is not (three lost rollouts voted [1, 1, −1]: R = −1 + 1/3 = −0.6666666666666667
+each, mean −0.6666666666666666), which leaves a std of ~1e-16 and turns every rollout's advantage into ±1
+of arbitrary sign. Spreads below :data:`ROUNDING_TOLERANCE` are treated as zero (the ALFWorld release's
+policy advantages use the same 1e-8; its reward-model z-scores and the OSWorld release's test std == 0).
 """
 
 from __future__ import annotations
@@ -23,13 +43,25 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
-    "INVALID_JUDGMENT_REWARD", "outcome_value", "integrated_rewards", "step_advantages", "nonzero_mask",
+    "INVALID_JUDGMENT_REWARD", "ROUNDING_TOLERANCE", "OUTCOME_ENCODINGS", "GROUP_FILTERS", "outcome_value",
+    "integrated_rewards", "step_advantages", "nonzero_mask",
     "consistency_rewards", "episode_consistency_rewards", "policy_task_filter", "reward_model_task_filter",
     "unit_test_correctness", "unit_test_rewards",
 ]
 
 #: Reward-model reward of a judgment that did not parse (vote 0).
 INVALID_JUDGMENT_REWARD = -2.0
+
+#: Below this, a std (or a z-score, or a difference of advantages) is float rounding, not signal. Rewards
+#: are O(1) sums of ±1, 1/m and λ, whose rounding errors are ~1e-16; 1e-8 is the ALFWorld release's
+#: threshold. Real differences are λ/m apart at least, so a λ/m below ~1e-7 would be lost as rounding.
+ROUNDING_TOLERANCE = 1e-8
+
+#: How the outcome enters R_i: ``pm1`` (+1 won, −1 lost; the paper) or ``01`` (1 / 0; the ALFWorld release).
+OUTCOME_ENCODINGS = ("pm1", "01")
+
+#: Which success rates let a GRPO group train the policy (see :func:`policy_task_filter`).
+GROUP_FILTERS = ("mixed", "alfworld_release", "none")
 
 
 def _votes_array(votes: Sequence[int] | np.ndarray, where: str) -> np.ndarray:
@@ -42,16 +74,28 @@ def _votes_array(votes: Sequence[int] | np.ndarray, where: str) -> np.ndarray:
 
 
 def _zscore(values: np.ndarray) -> np.ndarray:
-    """Population z-scores (ddof=0) of ``values``; all zeros when their std is 0."""
+    """Population z-scores (ddof=0) of ``values``; rounding-sized std or z-scores count as 0.
+
+    All zeros when the std is below :data:`ROUNDING_TOLERANCE` (the values are equal up to rounding), and a
+    z-score within it of 0 is 0 (a value equal to the mean up to rounding), so zero-advantage samples are
+    dropped whatever the encoding of the same rewards.
+    """
     std = values.std()
-    if std == 0.0:
+    if std < ROUNDING_TOLERANCE:
         return np.zeros_like(values)
-    return (values - values.mean()) / std
+    scores = (values - values.mean()) / std
+    scores[np.abs(scores) < ROUNDING_TOLERANCE] = 0.0
+    return scores
 
 
-def outcome_value(won: bool) -> float:
-    """The outcome O_τ of a trajectory: +1.0 when it won, -1.0 otherwise."""
-    return 1.0 if bool(won) else -1.0
+def outcome_value(won: bool, encoding: str = "pm1") -> float:
+    """The outcome O_τ of a trajectory: +1.0 won / -1.0 lost (``pm1``), or 1.0 / 0.0 (``01``)."""
+    if encoding not in OUTCOME_ENCODINGS:
+        raise ValueError(f"outcome encoding must be one of {OUTCOME_ENCODINGS}, got {encoding!r}; "
+                         "pm1 is the paper's +1/-1, 01 the ALFWorld release's 1/0")
+    if bool(won):
+        return 1.0
+    return -1.0 if encoding == "pm1" else 0.0
 
 
 def integrated_rewards(outcome: float, judgments: Sequence[Sequence[int]], lam: float = 1.0) -> np.ndarray:
@@ -81,8 +125,9 @@ def step_advantages(group_rewards: Sequence[Sequence[float] | np.ndarray]) -> li
     """Advantages of one task's rollouts: rewards z-scored across the rollouts at each step index.
 
     At step index t only the rollouts that have a step t take part (episodes have different lengths).
-    With fewer than 2 such rollouts the advantage is the raw reward R; when all of them have the same
-    reward it is 0. The std is the population one (ddof=0).
+    With fewer than 2 such rollouts the advantage is the raw reward R (as in both releases); when all of
+    them have the same reward, up to :data:`ROUNDING_TOLERANCE`, it is 0. The std is the population one
+    (ddof=0).
 
     Args:
         group_rewards: one array of per-step rewards per rollout of the same task (ragged).
@@ -116,14 +161,16 @@ def consistency_rewards(step_reward: float, votes: Sequence[int]) -> np.ndarray:
 
     A vote that agrees with the step's reward earns |R_i|, one that disagrees −|R_i|, and an
     unparseable judgment :data:`INVALID_JUDGMENT_REWARD`. The values are then z-scored within the
-    step (ddof=0; all equal → zeros); a single judgment keeps its raw value.
+    step (ddof=0; all equal → zeros). A single judgment gets 0 — nothing to standardise it against —
+    so, like any zero-advantage sample, it is not trained on (both releases drop it; with m = 1 the
+    reward model gets no data at all).
     """
     if not np.isfinite(step_reward):
         raise ValueError(f"step_reward must be a finite number, got {step_reward!r}")
     array = _votes_array(votes, "votes")
     raw = np.where(array == 0.0, INVALID_JUDGMENT_REWARD, float(step_reward) * array)
     if raw.size < 2:
-        return raw
+        return np.zeros_like(raw)
     return _zscore(raw)
 
 
@@ -144,10 +191,25 @@ def _check_rate(success_rate: float) -> float:
     return rate
 
 
-def policy_task_filter(success_rate: float) -> bool:
-    """Whether a task gives policy training data: 0 < success rate < 1 (else every advantage is equal)."""
+def policy_task_filter(success_rate: float, rule: str = "mixed") -> bool:
+    """Whether a GRPO group gives the policy training data, by the rule named in :data:`GROUP_FILTERS`.
+
+    * ``mixed``: 0 < success rate < 1 — groups with both outcomes (with all outcomes equal, the outcome
+      adds nothing to the advantages).
+    * ``alfworld_release``: 1/8 ≤ success rate ≤ 7/8 (the ALFWorld release); differs from ``mixed`` only
+      for groups of 9 or more, e.g. 1 won of 9 (0.111) is dropped.
+    * ``none``: every group (the OSWorld release): all-fail and all-win groups train through the
+      judge's votes alone.
+    """
     rate = _check_rate(success_rate)
-    return 0.0 < rate < 1.0
+    if rule == "mixed":
+        return 0.0 < rate < 1.0
+    if rule == "alfworld_release":
+        return 1 / 8 <= rate <= 7 / 8
+    if rule == "none":
+        return True
+    raise ValueError(f"group filter rule must be one of {GROUP_FILTERS}, got {rule!r}; "
+                     "mixed is 0 < success < 1, alfworld_release 1/8..7/8, none keeps every group")
 
 
 def reward_model_task_filter(success_rate: float, low: float = 0.2, high: float = 0.8) -> bool:

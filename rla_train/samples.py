@@ -8,40 +8,66 @@ the same step index (:func:`rla_train.rewards.step_advantages`), with the step r
 * integrated (the method): R_i = O + (λ/m)·Σ_j S_ij
 * reward only:             R_i = (λ/m)·Σ_j S_ij
 
-Groups whose outcomes are all equal (success rate 0 or 1) give the policy nothing when the outcome is in
-the reward (the task filter 0 < s < 1). For the reward model, each of the m judgments of a step becomes a
-sample rewarded by its consistency with the step reward, R_i·S_ij (unparseable: −2), z-scored within the
-step's m judgments, and only from tasks whose success rate is in [low, high] (0.2–0.8).
-Episodes that ended with an env error are left out of both.
+O is +1 / −1 (``outcome_encoding="pm1"``, the paper) or 1 / 0 (``"01"``, the ALFWorld release; for the
+policy the same as pm1 with 2λ). When the reward contains the outcome, a group trains the policy only if
+its success rate passes ``group_filter`` (:func:`rla_train.rewards.policy_task_filter`: ``mixed``
+0 < s < 1, ``alfworld_release`` 1/8..7/8, ``none``). For the reward model, each of the m judgments of a step
+becomes a sample rewarded by its consistency with the step reward, R_i·S_ij (unparseable: −2), z-scored
+within the step's m judgments (a step judged once gives 0, i.e. no data), and only from tasks whose success
+rate is in [low, high] (0.2–0.8). Episodes that ended with an env error are left out of both.
+
+Functions: :func:`step_rewards`, :func:`group_success_rate`, :func:`policy_samples`,
+:func:`reward_model_samples`, and :func:`advantage_changes` / :func:`advantage_change_fraction` — which
+policy samples the judge's votes change compared with the outcome alone (the evidence that the judge
+changes the policy's signal; the loop logs it as ``policy_advantage_changed_fraction``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from rla_train.policy_update import Sample
-from rla_train.rewards import (consistency_rewards, integrated_rewards, outcome_value, policy_task_filter,
-                               reward_model_task_filter, step_advantages)
+from rla_train.rewards import (GROUP_FILTERS, OUTCOME_ENCODINGS, ROUNDING_TOLERANCE, consistency_rewards,
+                               integrated_rewards, outcome_value, policy_task_filter, reward_model_task_filter,
+                               step_advantages)
 
-__all__ = ["RewardSpec", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate"]
+__all__ = ["RewardSpec", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate",
+           "advantage_changes", "advantage_change_fraction"]
 
 
 @dataclass(frozen=True)
 class RewardSpec:
-    """How step rewards are formed: with the outcome, with the judgments (weight λ), or both."""
+    """How step rewards are formed and which groups train the policy.
+
+    Attributes:
+        use_outcome: the outcome O is in R_i.
+        use_judgments: the reward model's mean vote, weighted by ``lam``, is in R_i.
+        lam: λ, the judge's weight against the outcome.
+        outcome_encoding: ``pm1`` (O = +1 / −1) or ``01`` (O = 1 / 0, the ALFWorld release).
+        group_filter: ``mixed``, ``alfworld_release`` or ``none`` (see
+            :func:`rla_train.rewards.policy_task_filter`); applies when the reward uses the outcome.
+    """
 
     use_outcome: bool = True
     use_judgments: bool = True
     lam: float = 1.0
+    outcome_encoding: str = "pm1"
+    group_filter: str = "mixed"
 
     def __post_init__(self):
         if not (self.use_outcome or self.use_judgments):
             raise ValueError("a step reward needs the outcome, the judgments, or both")
         if self.lam < 0:
             raise ValueError(f"lam (λ) must be >= 0, got {self.lam}")
+        if self.outcome_encoding not in OUTCOME_ENCODINGS:
+            raise ValueError(f"outcome_encoding must be one of {OUTCOME_ENCODINGS}, got {self.outcome_encoding!r}; "
+                             "pm1 is the paper's +1/-1, 01 the ALFWorld release's 1/0")
+        if self.group_filter not in GROUP_FILTERS:
+            raise ValueError(f"group_filter must be one of {GROUP_FILTERS}, got {self.group_filter!r}; "
+                             "mixed is 0 < success < 1, alfworld_release 1/8..7/8, none keeps every group")
 
 
 def step_rewards(episode, spec: RewardSpec) -> np.ndarray:
@@ -51,7 +77,7 @@ def step_rewards(episode, spec: RewardSpec) -> np.ndarray:
         raise ValueError(f"episode of task {episode.task_id} has {steps} steps but "
                          f"{'no' if episode.judgments is None else len(episode.judgments)} judged steps; "
                          "judge it with RewardModel.judge before building samples")
-    outcome = outcome_value(episode.won) if spec.use_outcome else 0.0
+    outcome = outcome_value(episode.won, spec.outcome_encoding) if spec.use_outcome else 0.0
     if not spec.use_judgments:
         return np.full(steps, outcome)
     return integrated_rewards(outcome, episode.judgments, spec.lam)
@@ -66,17 +92,26 @@ def _usable(group: Sequence) -> list:
     return [e for e in group if e.error is None and e.num_steps > 0]
 
 
+def _trained_advantages(group: Sequence, spec: RewardSpec) -> tuple[list, list[np.ndarray]] | None:
+    """The usable episodes of one group and their step advantages under ``spec``; None when it trains nothing."""
+    episodes = _usable(group)
+    if len(episodes) < 2:
+        return None
+    if spec.use_outcome and not policy_task_filter(group_success_rate(episodes), spec.group_filter):
+        return None
+    return episodes, step_advantages([step_rewards(e, spec) for e in episodes])
+
+
 def policy_samples(groups: Sequence[Sequence], spec: RewardSpec) -> tuple[list[Sample], dict[str, float]]:
     """The policy's step samples from GRPO groups, and counts (groups used, filtered, zero-variance steps)."""
     samples: list[Sample] = []
     stats = {"groups": float(len(groups)), "groups_filtered": 0.0, "steps": 0.0, "zero_advantage_steps": 0.0}
     for group_index, group in enumerate(groups):
-        episodes = _usable(group)
-        if len(episodes) < 2 or (spec.use_outcome and not policy_task_filter(group_success_rate(episodes))):
+        trained = _trained_advantages(group, spec)
+        if trained is None:
             stats["groups_filtered"] += 1
             continue
-        rewards = [step_rewards(e, spec) for e in episodes]
-        for episode, advantages in zip(episodes, step_advantages(rewards)):
+        for episode, advantages in zip(*trained):
             for index, (step, advantage) in enumerate(zip(episode.steps, advantages)):
                 stats["steps"] += 1
                 stats["zero_advantage_steps"] += float(advantage == 0)
@@ -87,16 +122,55 @@ def policy_samples(groups: Sequence[Sequence], spec: RewardSpec) -> tuple[list[S
     return samples, stats
 
 
+def _outcome_only(spec: RewardSpec) -> RewardSpec:
+    return replace(spec, use_outcome=True, use_judgments=False)
+
+
+def advantage_changes(groups: Sequence[Sequence], spec: RewardSpec,
+                      baseline: RewardSpec | None = None) -> list[bool]:
+    """Per policy sample of ``spec`` (the order of :func:`policy_samples`), whether ``baseline`` gives it another advantage.
+
+    ``baseline`` defaults to the outcome alone with ``spec``'s encoding and group filter (GRPO on the
+    outcome). A sample is changed when its advantage differs by more than
+    :data:`~rla_train.rewards.ROUNDING_TOLERANCE`, which includes being trained by one (nonzero) and
+    dropped by the other (zero, or its group filtered out by ``baseline``).
+    """
+    baseline = _outcome_only(spec) if baseline is None else baseline
+    changed: list[bool] = []
+    for group in groups:
+        trained = _trained_advantages(group, spec)
+        if trained is None:
+            continue
+        episodes, advantages = trained
+        reference = _trained_advantages(group, baseline)
+        reference_advantages = reference[1] if reference is not None else [np.zeros_like(a) for a in advantages]
+        for ours, theirs in zip(advantages, reference_advantages):
+            changed.extend(bool(v) for v in np.abs(ours - theirs) > ROUNDING_TOLERANCE)
+    return changed
+
+
+def advantage_change_fraction(groups: Sequence[Sequence], spec: RewardSpec,
+                              baseline: RewardSpec | None = None) -> float:
+    """The share of ``spec``'s policy samples whose advantage ``baseline`` (default: outcome only) changes.
+
+    0.0 when ``spec`` trains no sample. See :func:`advantage_changes`.
+    """
+    changed = advantage_changes(groups, spec, baseline)
+    return sum(changed) / len(changed) if changed else 0.0
+
+
 def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list], spec: RewardSpec, *,
                          low: float = 0.2, high: float = 0.8) -> tuple[list[Sample], dict[str, float]]:
-    """The reward model's judgment samples from judged GRPO groups.
+    """The reward model's judgment samples from judged GRPO groups, and counts.
 
     ``generations[id(episode)]`` holds the judge's Generation for each step of that episode (what
     :class:`~rla_train.reward_model.JudgeReport` returns), so each judgment's prompt and token ids are
-    trained exactly as they were sampled.
+    trained exactly as they were sampled. The consistency reward uses R_i under ``spec`` (its outcome
+    encoding and λ). Counts: ``groups_filtered``, ``judgments`` and ``zero_reward_judgments`` (samples the
+    trainer will drop: all of a step's judgments agreed in value, or the step was judged once).
     """
     samples: list[Sample] = []
-    stats = {"groups_filtered": 0.0, "judgments": 0.0}
+    stats = {"groups_filtered": 0.0, "judgments": 0.0, "zero_reward_judgments": 0.0}
     for group_index, group in enumerate(groups):
         episodes = _usable(group)
         if not episodes or not reward_model_task_filter(group_success_rate(episodes), low, high):
@@ -108,6 +182,7 @@ def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list
                                                                     generations[id(episode)])):
                 for sample, value in zip(generation.samples, consistency_rewards(float(reward), votes)):
                     stats["judgments"] += 1
+                    stats["zero_reward_judgments"] += float(value == 0)
                     samples.append(Sample(generation.prompt_ids, sample.token_ids, float(value), sample.logprobs,
                                           {"group": group_index, "task_id": episode.task_id, "step": index}))
     return samples, stats
