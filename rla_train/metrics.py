@@ -3,10 +3,14 @@
 - :func:`majority_vote` — the verdict of m judgments on one step.
 - :func:`process_accuracy` — how often that verdict matches the expert's step label
   (``rla_train.step_labels``).
+- :func:`balanced_accuracy` — the mean of the recalls on good and on bad steps (plain accuracy on steps
+  that are ~90% good rewards a judge that always says "good"; this one gives it 0.5).
+- :func:`roc_auc` — how well a judge's score (e.g. P(good)) ranks good steps above bad ones.
 - :func:`outcome_accuracy` — how often the mean judgment over an episode predicts its outcome.
 - :func:`ut_accuracy` / :func:`detect_rate` — the coding variant: share of generated unit tests that are
   correct, and share of wrong programs they catch.
-- :func:`wilson_interval` — a confidence interval for a success rate.
+- :func:`wilson_interval` — a confidence interval for a success rate; :func:`balanced_accuracy_interval`
+  and :func:`auc_interval` — approximate ones for the two step-judge metrics.
 
 Votes are +1 (good), −1 (bad) or 0 (unparseable). Metrics that have nothing to measure return None
 (never NaN), so a caller can print "n/a" and cannot silently average a NaN into a table.
@@ -19,8 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["majority_vote", "process_accuracy", "outcome_accuracy", "ut_accuracy", "detect_rate",
-           "wilson_interval"]
+__all__ = ["majority_vote", "process_accuracy", "balanced_accuracy", "roc_auc", "outcome_accuracy", "ut_accuracy",
+           "detect_rate", "wilson_interval", "balanced_accuracy_interval", "auc_interval"]
 
 
 def majority_vote(votes: Sequence[int]) -> int:
@@ -50,6 +54,60 @@ def process_accuracy(step_votes: Sequence[Sequence[int]], step_labels: Sequence[
         total += 1
         right += majority_vote(votes) == (1 if label else -1)
     return right / total if total else None
+
+
+def _labelled(values: Sequence, labels: Sequence[bool | None], what: str) -> tuple[list, list[bool]]:
+    """The (value, label) pairs whose label is not None, after checking that they align."""
+    values, labels = list(values), list(labels)
+    if len(values) != len(labels):
+        raise ValueError(f"one label per {what} expected: got {len(values)} {what}s and {len(labels)} labels "
+                         "(labels: True good, False bad, None undetermined, e.g. from rla_train.step_labels)")
+    kept = [(value, bool(label)) for value, label in zip(values, labels) if label is not None]
+    return [v for v, _ in kept], [lab for _, lab in kept]
+
+
+def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[bool | None]) -> float | None:
+    """Mean of the recall on good steps and the recall on bad steps (True = good).
+
+    Steps labelled None are skipped. None when the labelled steps lack one of the two classes: a recall
+    over no step is undefined, and the mean of one recall would pass for a balanced score. A judge that
+    answers "good" everywhere scores exactly 0.5, whatever the share of good steps.
+    """
+    predicted, labels = _labelled(predicted, labels, "prediction")
+    good = [bool(p) for p, lab in zip(predicted, labels) if lab]
+    bad = [not bool(p) for p, lab in zip(predicted, labels) if not lab]
+    if not good or not bad:
+        return None
+    return (sum(good) / len(good) + sum(bad) / len(bad)) / 2
+
+
+def roc_auc(scores: Sequence[float], labels: Sequence[bool | None]) -> float | None:
+    """The probability that a random good step scores above a random bad one (ties count half).
+
+    ``scores``: higher = judged better (e.g. P(good)); labels True good, False bad, None skipped. Computed
+    from ranks (Mann-Whitney U with mid-ranks for ties). None when a class is missing. 0.5 = no information,
+    1.0 = every good step above every bad one, 0.0 = the ranking reversed.
+    """
+    scores, labels = _labelled(scores, labels, "score")
+    values = np.asarray(scores, dtype=float)
+    if values.size and not np.all(np.isfinite(values)):
+        raise ValueError(f"scores must be finite numbers, got {[s for s in scores if not math.isfinite(s)][:3]}")
+    positive = np.asarray(labels, dtype=bool)
+    n_good, n_bad = int(positive.sum()), int((~positive).sum())
+    if not n_good or not n_bad:
+        return None
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(values.size)
+    sorted_values = values[order]
+    start = 0
+    while start < values.size:  # mid-ranks (1-based) for each run of equal scores
+        end = start
+        while end + 1 < values.size and sorted_values[end + 1] == sorted_values[start]:
+            end += 1
+        ranks[order[start:end + 1]] = (start + end) / 2 + 1
+        start = end + 1
+    u = ranks[positive].sum() - n_good * (n_good + 1) / 2
+    return float(u / (n_good * n_bad))
 
 
 def _episode_mean(votes: Sequence[Sequence[int]]) -> float:
@@ -124,6 +182,41 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     low = 0.0 if successes == 0 else max(0.0, centre - half)
     high = 1.0 if successes == n else min(1.0, centre + half)
     return low, high
+
+
+def balanced_accuracy_interval(good_right: int, good: int, bad_right: int, bad: int,
+                               z: float = 1.96) -> tuple[float, float]:
+    """An approximate 95% interval (at z=1.96) for a balanced accuracy from its two recalls' counts.
+
+    Each recall's variance is read off its Wilson interval (half-width / z, squared), and the mean of
+    the two recalls gets ``(v_good + v_bad) / 4``; the interval is the balanced accuracy ± z of that
+    standard error, clipped to [0, 1]. Normal approximation: treat it as indicative below ~20 steps a class.
+    """
+    if good < 1 or bad < 1:
+        raise ValueError(f"need at least one step of each class, got good={good}, bad={bad}")
+    variances = []
+    for right, n in ((good_right, good), (bad_right, bad)):
+        low, high = wilson_interval(right, n, z)
+        variances.append(((high - low) / (2 * z)) ** 2)
+    centre = (good_right / good + bad_right / bad) / 2
+    half = z * math.sqrt(sum(variances) / 4)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def auc_interval(auc: float, good: int, bad: int, z: float = 1.96) -> tuple[float, float]:
+    """An approximate 95% interval (at z=1.96) for an AUC from ``good`` and ``bad`` steps (Hanley & McNeil, 1982).
+
+    SE² = (A(1−A) + (n_good−1)(Q1−A²) + (n_bad−1)(Q2−A²)) / (n_good·n_bad), Q1 = A/(2−A), Q2 = 2A²/(1+A);
+    the interval is A ± z·SE clipped to [0, 1].
+    """
+    if good < 1 or bad < 1:
+        raise ValueError(f"need at least one step of each class, got good={good}, bad={bad}")
+    if not 0.0 <= auc <= 1.0:
+        raise ValueError(f"auc must be in [0, 1], got {auc}")
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    variance = (auc * (1 - auc) + (good - 1) * (q1 - auc * auc) + (bad - 1) * (q2 - auc * auc)) / (good * bad)
+    half = z * math.sqrt(max(0.0, variance))
+    return max(0.0, auc - half), min(1.0, auc + half)
 
 
 def success_summary(won: Sequence[bool], steps: Sequence[int]) -> dict[str, float]:

@@ -80,3 +80,52 @@ def test_wilson_interval():
     assert summary["ci_low"] < 0.75 < summary["ci_high"]
     with pytest.raises(ValueError, match="successes <= n"):
         m.wilson_interval(11, 10)
+
+
+def test_balanced_accuracy():
+    predicted = [True, True, False, True, False, True]
+    labels = [True, True, True, False, False, None]
+    # good steps 0-2: predicted good twice -> recall 2/3; bad steps 3-4: step 4 right -> 1/2; step 5 unlabelled
+    # (2/3 + 1/2) / 2 = 7/12 = 0.5833 (plain accuracy would be 3/5 = 0.6)
+    assert m.balanced_accuracy(predicted, labels) == pytest.approx(7 / 12)
+    # a judge that always says "good" scores 0.5 however rare bad steps are (plain accuracy: 9/10)
+    assert m.balanced_accuracy([True] * 10, [True] * 9 + [False]) == 0.5
+    assert m.balanced_accuracy([False, True], [False, True]) == 1.0
+    assert m.balanced_accuracy([True, True], [True, None]) is None  # no bad step: undefined, not 1.0
+    assert m.balanced_accuracy([], []) is None
+    with pytest.raises(ValueError, match="one label per prediction"):
+        m.balanced_accuracy([True], [True, False])
+
+
+def test_roc_auc():
+    # pairs (good, bad): (0.9, 0.4) 1, (0.9, 0.1) 1, (0.4, 0.4) tie 0.5, (0.4, 0.1) 1 -> 3.5 / 4 = 0.875
+    assert m.roc_auc([0.9, 0.4, 0.4, 0.1], [True, True, False, False]) == pytest.approx(0.875)
+    assert m.roc_auc([0.1, 0.9, 0.5], [True, False, None]) == 0.0  # reversed; the unlabelled step is skipped
+    assert m.roc_auc([0.3] * 4, [True, False, True, False]) == 0.5  # all tied: no information
+    # 3 good (0.8, 0.6, 0.2) vs 2 bad (0.7, 0.1): 0.8 beats 2, 0.6 beats 1, 0.2 beats 1 -> 4 / 6
+    assert m.roc_auc([0.8, 0.7, 0.6, 0.2, 0.1], [True, False, True, True, False]) == pytest.approx(4 / 6)
+    assert m.roc_auc([0.5, 0.7], [True, True]) is None
+    with pytest.raises(ValueError, match="finite"):
+        m.roc_auc([float("nan"), 0.1], [True, False])
+
+
+def test_balanced_accuracy_interval():
+    # Wilson 5/10: centre 0.5, half-width 1.96 * sqrt(0.025 + 3.8416/400) / 1.38416 = 0.263413, so each recall's
+    # variance is (0.263413 / 1.96)^2 = 0.018062; the mean of two: sqrt(2 * 0.018062 / 4) = 0.095032 -> ± 0.186262
+    low, high = m.balanced_accuracy_interval(5, 10, 5, 10)
+    assert (low, high) == (pytest.approx(0.313738, abs=1e-5), pytest.approx(0.686262, abs=1e-5))
+    narrow = m.balanced_accuracy_interval(50, 100, 50, 100)
+    assert narrow[1] - narrow[0] < high - low  # more steps, narrower
+    assert m.balanced_accuracy_interval(10, 10, 10, 10)[1] == 1.0  # clipped to [0, 1]
+    with pytest.raises(ValueError, match="each class"):
+        m.balanced_accuracy_interval(3, 3, 0, 0)
+
+
+def test_auc_interval():
+    # A = 0.5, 10 good and 10 bad: Q1 = Q2 = 1/3, SE^2 = (0.25 + 9 * (1/12) + 9 * (1/12)) / 100 = 0.0175,
+    # SE = 0.132288, 1.96 * SE = 0.259284
+    low, high = m.auc_interval(0.5, 10, 10)
+    assert (low, high) == (pytest.approx(0.240716, abs=1e-5), pytest.approx(0.759284, abs=1e-5))
+    assert m.auc_interval(1.0, 5, 5) == (1.0, 1.0)  # SE 0 at a perfect ranking (Hanley-McNeil's known edge)
+    with pytest.raises(ValueError):
+        m.auc_interval(0.5, 0, 4)
