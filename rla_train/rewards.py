@@ -23,8 +23,9 @@ Where the RLAnything release (Gen-Verse/Open-AgentRL, ``reward/alfworld_rl_rewar
 * outcome 0/1 (ALFWorld release) or ±1 (paper, OSWorld release): ``outcome_value(won, encoding)``. Since
   O01 = (Opm1 + 1)/2, R01(λ) = O01 + λ·mean S = ½·(Opm1 + 2λ·mean S) + ½ = ½·Rpm1(2λ) + ½: an affine map
   with a positive scale, so the policy's z-scored advantages under 01 with λ are those of pm1 with 2λ.
-  The reward model's R_i·S_ij is *not* invariant: with 01 a lost trajectory's step has R_i = λ·mean S,
-  which is ≥ 0 whenever the votes lean +1, so agreeing with a "+1" majority on a lost trajectory pays.
+  The reward model's R_i·S_ij is *not* invariant: on a lost trajectory pm1 gives R_i = −1 + λ·mean S ≤ 0
+  (for λ ≤ 1), so a −1 vote pays on every step, good ones included; 01 gives
+  R_i = λ·mean S, so the vote that agrees with the step's majority pays.
 * the policy's group filter (:func:`policy_task_filter`): ``mixed`` 0 < s < 1, ``alfworld_release``
   1/8 ≤ s ≤ 7/8, ``none`` (OSWorld release: every group).
 * a step judged once gives the reward model nothing (both releases): no spread to standardise.

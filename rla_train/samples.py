@@ -128,7 +128,7 @@ def _outcome_only(spec: RewardSpec) -> RewardSpec:
 
 def advantage_changes(groups: Sequence[Sequence], spec: RewardSpec,
                       baseline: RewardSpec | None = None) -> list[bool]:
-    """Per policy sample of ``spec`` (the order of :func:`policy_samples`), whether ``baseline`` gives it another advantage.
+    """Whether ``baseline`` gives each of ``spec``'s policy samples another advantage (policy_samples' order).
 
     ``baseline`` defaults to the outcome alone with ``spec``'s encoding and group filter (GRPO on the
     outcome). A sample is changed when its advantage differs by more than
