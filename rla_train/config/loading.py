@@ -107,7 +107,10 @@ class TrainConfig:
         """Cross-section rules; each error names the fields and the fix."""
         mode, family, policy, rm, pool = self.mode, self.family, self.policy, self.reward_model, self.pool
         name = self.train.mode
-        if mode.reward_model and rm.model is None:
+        if mode.reward_model and rm.kind == "noisy_oracle" and family not in ("alfworld", "textworld"):
+            raise ConfigError(f"reward_model.kind=noisy_oracle votes the expert's step labels, which exist for alfworld "
+                              f"and textworld (rla_train.step_labels), not {family}; use reward_model.kind=model")
+        if mode.reward_model and rm.kind == "model" and rm.model is None:
             raise ConfigError(f"train.mode={name} needs a reward model, but reward_model.model is null; set it to a "
                               f"model path, '{SAME_AS_POLICY}' or '{TINY}', or use train.mode=outcome_only")
         if policy.backend != "transformers":
@@ -138,12 +141,17 @@ class TrainConfig:
         if mode.reward_model and rm.verdict_mode == "choice" and rm.backend != "transformers":
             raise ConfigError(f"reward_model.verdict_mode=choice scores the two verdicts with the transformers backend, "
                               f"got reward_model.backend={rm.backend}; use verdict_mode=text with that backend")
+        if mode.train_reward_model and rm.judgments_per_step < 2:
+            raise ConfigError(f"train.mode={name} trains the reward model on the z-scores of each step's judgments, "
+                              f"which need reward_model.judgments_per_step >= 2 (got {rm.judgments_per_step}: a single "
+                              "judgment gives nothing to standardise, as in the release); the paper uses 3")
         if mode.adapt_env and pool.rewriter == "llm":
             if not pool.rewriter_model:
                 raise ConfigError("pool.rewriter=llm needs pool.rewriter_model (a model, 'same-as-policy' or "
                                   "'same-as-reward-model'), or use pool.rewriter=mutator (no model)")
-            if pool.rewriter_model == "same-as-reward-model" and rm.model is None:
-                raise ConfigError("pool.rewriter_model=same-as-reward-model but reward_model.model is null")
+            if pool.rewriter_model == "same-as-reward-model" and (rm.model is None or rm.kind == "noisy_oracle"):
+                raise ConfigError("pool.rewriter_model=same-as-reward-model but the reward model has no weights "
+                                  "(reward_model.model is null or kind is noisy_oracle); name a rewriter model")
 
     def check_hardware(self) -> None:
         """Checks of this machine: vLLM importable with a CUDA GPU when a backend is vllm; named files exist."""

@@ -132,6 +132,9 @@ def test_wrong_types_fail_with_field_type_and_value(override, match):
     (["pool.options.alpha_low=0.1"], r"pool.options.alpha_low is not a PoolConfig field left to options"),
     (["scale.vllm_mode=server"], r"unknown config key 'scale.vllm_mode'"),
     (["train.warm_start_demos=0"], r"warm_start_sft_steps=0"),
+    (["reward_model.judgments_per_step=1"], r"trains the reward model .*judgments_per_step >= 2"),
+    (["policy.group_filter=alfworld"], r"policy.group_filter must be one of .*Did you mean 'alfworld_release'"),
+    (["policy.kl_reference=pre-update"], r"policy.kl_reference must be one of"),
 ])
 def test_bad_values_fail_at_load_with_the_fix(overrides, match):
     with pytest.raises(ConfigError, match=match):
