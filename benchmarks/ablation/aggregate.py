@@ -1,0 +1,114 @@
+"""From per-(seed, arm) results to Table 1: means over seeds, paired tests, the trend test and the MDD.
+
+A result (what :mod:`benchmarks.ablation.synthetic` and :mod:`benchmarks.ablation.real` return, one per seed and
+arm) is a dict::
+
+    {"arm": "policy", "seed": 0,
+     "splits": {"in_domain": [1, 0, ...], "ood": [0, 0, ...]},   # held-out outcomes, the seed's episode order
+     "rm_balanced_accuracy": 0.62 | None,                         # the judge on the fixed probe, after training
+     "curve": [0.25, 0.31, ...]}                                  # training success per step
+
+Every arm of a seed is evaluated on the same episode list, so outcome i of arm A and outcome i of arm B form a
+pair; pairs from all seeds are pooled for McNemar's test and the paired difference, and the per-seed differences
+give an interval over seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from benchmarks.ablation.arms import ORDERED
+from benchmarks.ablation.stats import (cochran_armitage, mcnemar_exact, mean_interval, minimum_detectable_difference,
+                                       paired_difference, paired_minimum_detectable_difference)
+
+__all__ = ["SPLITS", "comparisons", "build_table"]
+
+SPLITS = ("in_domain", "ood")
+"""In-domain (ALFWorld valid_seen) and out-of-domain (valid_unseen) held-out splits."""
+
+
+def comparisons(arm_names: Sequence[str]) -> list[tuple[str, str]]:
+    """Pairs (A, B) to test: neighbours along Table 1's order, then every other arm against ``outcome_only``."""
+    ordered = [name for name in ORDERED if name in arm_names]
+    pairs = list(zip(ordered, ordered[1:]))
+    if "outcome_only" in arm_names:
+        pairs += [("outcome_only", name) for name in arm_names if name not in ordered]
+    return pairs
+
+
+def _by_arm_seed(results: Sequence[Mapping]) -> dict[str, dict[int, Mapping]]:
+    table: dict[str, dict[int, Mapping]] = {}
+    for result in results:
+        seeds = table.setdefault(result["arm"], {})
+        if result["seed"] in seeds:
+            raise ValueError(f"two results for arm {result['arm']!r} and seed {result['seed']}; pass each once")
+        seeds[result["seed"]] = result
+    return table
+
+
+def _arm_row(per_seed: Mapping[int, Mapping]) -> dict[str, Any]:
+    row: dict[str, Any] = {"seeds": sorted(per_seed)}
+    for split in SPLITS:
+        outcomes = [per_seed[s]["splits"][split] for s in sorted(per_seed) if split in per_seed[s]["splits"]]
+        if outcomes:
+            row[split] = {**mean_interval([float(np.mean(o)) for o in outcomes]),
+                          "episodes_per_seed": int(np.mean([len(o) for o in outcomes])),
+                          "won": int(sum(map(sum, outcomes))), "episodes": int(sum(map(len, outcomes)))}
+    accuracies = [per_seed[s]["rm_balanced_accuracy"] for s in sorted(per_seed)
+                  if per_seed[s].get("rm_balanced_accuracy") is not None]
+    row["rm_balanced_accuracy"] = mean_interval(accuracies) if accuracies else None
+    curves = [per_seed[s]["curve"] for s in sorted(per_seed) if per_seed[s].get("curve")]
+    if curves:
+        length = min(len(c) for c in curves)
+        row["curve"] = [float(np.mean([c[t] for c in curves])) for t in range(length)]
+    return row
+
+
+def _paired(a: Mapping[int, Mapping], b: Mapping[int, Mapping], split: str) -> dict[str, Any] | None:
+    seeds = [s for s in sorted(set(a) & set(b)) if split in a[s]["splits"] and split in b[s]["splits"]]
+    if not seeds:
+        return None
+    for s in seeds:
+        if len(a[s]["splits"][split]) != len(b[s]["splits"][split]):
+            raise ValueError(f"seed {s}, split {split}: the arms were evaluated on different episode lists "
+                             f"({len(a[s]['splits'][split])} vs {len(b[s]['splits'][split])} episodes)")
+    pooled_a = np.concatenate([a[s]["splits"][split] for s in seeds])
+    pooled_b = np.concatenate([b[s]["splits"][split] for s in seeds])
+    per_seed = [float(np.mean(b[s]["splits"][split]) - np.mean(a[s]["splits"][split])) for s in seeds]
+    return {"mcnemar": mcnemar_exact(pooled_a, pooled_b).to_dict(), "difference": paired_difference(pooled_a, pooled_b),
+            "difference_over_seeds": mean_interval(per_seed), "discordant_rate": float(np.mean(pooled_a != pooled_b))}
+
+
+def build_table(results: Sequence[Mapping], arm_names: Sequence[str]) -> dict[str, Any]:
+    """Table 1 as data: ``rows`` per arm, ``paired`` tests, ``trend`` per split and the ``mdd`` per split."""
+    by_arm = _by_arm_seed(results)
+    missing = [name for name in arm_names if name not in by_arm]
+    if missing:
+        raise ValueError(f"no results for arms {missing}; run them first (results have {sorted(by_arm)})")
+    rows = {name: _arm_row(by_arm[name]) for name in arm_names}
+    paired = []
+    for a, b in comparisons(arm_names):
+        for split in SPLITS:
+            test = _paired(by_arm[a], by_arm[b], split)
+            if test is not None:
+                paired.append({"a": a, "b": b, "split": split, **test})
+    trend, mdd = {}, {}
+    ordered = [name for name in ORDERED if name in arm_names]
+    for split in SPLITS:
+        present = [name for name in ordered if split in rows[name]]
+        if len(present) >= 2:
+            trend[split] = {"arms": present, **cochran_armitage([rows[n][split]["won"] for n in present],
+                                                                [rows[n][split]["episodes"] for n in present]).to_dict()}
+        base = rows.get("outcome_only", rows[arm_names[0]]).get(split)
+        if base:
+            baseline = base["won"] / base["episodes"]
+            discordance = [p["discordant_rate"] for p in paired if p["split"] == split]
+            psi = float(np.mean(discordance)) if discordance else 0.0
+            mdd[split] = {"episodes_per_arm": base["episodes"], "baseline_success": baseline,
+                          "unpaired": minimum_detectable_difference(base["episodes"], min(baseline, 0.999)),
+                          "paired": paired_minimum_detectable_difference(base["episodes"], psi) if psi > 0 else None,
+                          "discordant_rate": psi, "alpha": 0.05, "power": 0.8}
+    return {"arms": list(arm_names), "rows": rows, "paired": paired, "trend": trend, "mdd": mdd}

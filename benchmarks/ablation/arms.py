@@ -1,0 +1,81 @@
+"""The ablation's arms: RLAnything's training modes in their order, plus judges of known accuracy.
+
+Table 1 of the method orders ``outcome_only < policy < policy+reward < policy+reward+env``; ``reward_only``
+(the policy rewarded by the judge's step votes alone) sits outside that order. The noisy-oracle arms
+(``train.mode=policy`` with ``reward_model.kind=noisy_oracle``: the step-label oracle with each vote flipped with
+probability 1 − a) calibrate the integrated reward: at a = 0.5 the votes carry no information, so that arm must
+match ``outcome_only`` within noise; at a = 0.8 it shows what an informative judge buys.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Arm", "ARMS", "ORDERED", "DEFAULT_ARMS", "QUICK_ARMS", "get_arms"]
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: its name in tables, its ``train.mode``, and the judge (``model`` or a noisy oracle of accuracy a)."""
+
+    name: str
+    mode: str
+    judge: str = "model"
+    oracle_accuracy: float | None = None
+
+    def overrides(self) -> list[str]:
+        """The ``section.field=value`` config overrides that select this arm on the real stack."""
+        values = [f"train.mode={self.mode}", f"reward_model.kind={self.judge}"]
+        if self.oracle_accuracy is not None:
+            values.append(f"reward_model.oracle_accuracy={self.oracle_accuracy}")
+        return values
+
+    @property
+    def uses_judge(self) -> bool:
+        """Whether the policy's reward reads the judge's votes (every mode but outcome_only)."""
+        return self.mode != "outcome_only"
+
+    @property
+    def trains_judge(self) -> bool:
+        """Whether the judge itself learns in this arm (the modes that train the reward model)."""
+        return self.mode in ("policy+reward", "policy+reward+env") and self.judge == "model"
+
+    @property
+    def adapts_env(self) -> bool:
+        """Whether tasks are rewritten in this arm (the full method)."""
+        return self.mode == "policy+reward+env"
+
+
+ARMS: dict[str, Arm] = {arm.name: arm for arm in (
+    Arm("outcome_only", "outcome_only"),
+    Arm("policy", "policy"),
+    Arm("policy+reward", "policy+reward"),
+    Arm("policy+reward+env", "policy+reward+env"),
+    Arm("reward_only", "reward_only"),
+    Arm("oracle@0.5", "policy", judge="noisy_oracle", oracle_accuracy=0.5),
+    Arm("oracle@0.8", "policy", judge="noisy_oracle", oracle_accuracy=0.8),
+)}
+"""Every arm by name."""
+
+ORDERED = ("outcome_only", "policy", "policy+reward", "policy+reward+env")
+"""Table 1's order: each arm adds one part to the one before; the trend test runs along it."""
+
+DEFAULT_ARMS = tuple(ARMS)
+QUICK_ARMS = ("outcome_only", "policy", "policy+reward+env", "oracle@0.5")
+"""What ``--quick`` trains on the real stack: the two ends, the plain judge and the a = 0.5 calibration."""
+
+
+def get_arms(names: Sequence[str] | None) -> list[Arm]:
+    """The arms named (default: all), in the order given; unknown names raise with the closest known one."""
+    arms = []
+    for name in names or DEFAULT_ARMS:
+        if name not in ARMS:
+            close = difflib.get_close_matches(name, ARMS, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"unknown arm {name!r}; known arms: {', '.join(ARMS)}.{hint}")
+        arms.append(ARMS[name])
+    if len({a.name for a in arms}) != len(arms):
+        raise ValueError(f"arms listed twice: {[a.name for a in arms]}; name each arm once")
+    return arms

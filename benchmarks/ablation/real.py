@@ -1,0 +1,137 @@
+"""The ablation on the real stack: ALFWorld games, the tiny transformer policy and reward model, TRL.
+
+Per seed (directories under ``OUT/real/seed-S/``):
+
+1. ``warm-start/`` — one run of ``rla_train.cotrain.train`` with ``train.steps=0`` in mode ``policy+reward``: the
+   policy's SFT + listwise warm start and the reward model's warm start, saved as checkpoint 0. Every arm of the
+   seed starts from these weights (the paired design).
+2. ``arm-NAME/`` — each arm trained from that checkpoint (its warm starts off, ``train.steps`` steps), evaluated
+   at the end on the seed's in-domain list (``env.eval_options.split=valid_seen``, ``train.eval_episodes``
+   seeded episodes: the same tasks and episode seeds for every arm) and, when the reward model has a probe, its
+   balanced process accuracy (``summary["rm_probe_after"]``).
+3. ``arm-NAME/ood/`` — the arm's final policy played on the out-of-domain list (``valid_unseen``), a
+   ``train.steps=0`` run whose ``summary["before"]`` is that evaluation.
+
+Per-episode outcomes come from ``summary[...]["outcomes"]`` (1/0 per episode in task order), which pairs arms
+episode by episode. A directory that already has its ``summary.json`` is read instead of run (resumable).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.ablation.arms import Arm
+
+__all__ = ["RealSetup", "QUICK_OVERRIDES", "run_real"]
+
+QUICK_OVERRIDES = (
+    "env.train_options.n_per_type=8", "env.max_steps=15", "env.num_envs=8",
+    "rollout.tasks_per_step=2", "rollout.group_size=4",
+    "train.warm_start_demos=16", "train.warm_start_sft_steps=40", "train.warm_start_listwise_steps=40",
+    "reward_model.warm_start_steps=20", "reward_model.warm_start_episodes=4", "reward_model.probe_episodes=4",
+    "train.probe_episodes=0", "pool.adapt_every=8", "pool.measure_rollouts=4", "output.checkpoint_every=0",
+)
+"""``--quick``: 8 training games, 2 tasks x 4 rollouts per step, a warm start of a few dozen steps, short episodes."""
+
+
+@dataclass(frozen=True)
+class RealSetup:
+    """What every run of the real ablation shares: the steps, held-out sizes and extra config overrides."""
+
+    steps: int = 12
+    episodes: int = 128
+    games_per_split: int = 32
+    probe_episodes: int = 16
+    config: str | None = None
+    overrides: tuple[str, ...] = ()
+
+
+def _run(overrides: list[str], run_dir: Path, log: Callable[[str], None], label: str) -> dict[str, Any]:
+    """``train(load_config(overrides))`` in ``run_dir``, or its saved summary when the run is already done."""
+    summary_path = run_dir / "summary.json"
+    if summary_path.is_file():
+        log(f"real: {label}: done already ({summary_path})")
+        return json.loads(summary_path.read_text())
+    from rla_train.config import load_config
+    from rla_train.cotrain import train
+
+    started = time.perf_counter()
+    config = load_config(None, [*overrides, f"output.dir={run_dir}"], check_hardware=False)
+    summary = train(config, progress=False)
+    log(f"real: {label}: {time.perf_counter() - started:.0f} s")
+    return summary
+
+
+def _outcomes(evaluation: dict | None, where: str) -> list[int]:
+    if not evaluation or "outcomes" not in evaluation:
+        raise KeyError(f"{where} has no per-episode 'outcomes' (1/0 per episode, task order); the paired tests need "
+                       "them: rla_train.cotrain.evaluate must record them")
+    return [int(v) for v in evaluation["outcomes"]]
+
+
+def _split(setup: RealSetup, split: str) -> list[str]:
+    return [f"env.eval_options.split={split}", f"env.eval_options.n_per_type={setup.games_per_split}",
+            f"train.eval_episodes={setup.episodes}"]
+
+
+def _curve(run_dir: Path) -> list[float]:
+    from rla_train.run_log import read_metrics
+
+    try:
+        return [float(r["success_rate"]) for r in read_metrics(run_dir) if "success_rate" in r]
+    except FileNotFoundError:
+        return []
+
+
+def run_real_arm(arm: Arm, seed: int, setup: RealSetup, out: Path, warm: Path,
+                 log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Train ``arm`` from the seed's warm-start checkpoint ``warm``, then evaluate it in and out of domain."""
+    from rla_train.checkpoint import latest_checkpoint
+
+    base = [*setup.overrides, f"train.seed={seed}"]
+    from_warm = [f"policy.model={warm / 'policy'}", "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0",
+                 "reward_model.warm_start_steps=0"]
+    if (warm / "reward_model").is_dir():
+        from_warm.append(f"reward_model.model={warm / 'reward_model'}")
+    run_dir = out / f"arm-{arm.name}"
+    summary = _run([*base, *arm.overrides(), *from_warm, f"train.steps={setup.steps}",
+                    f"reward_model.probe_episodes={setup.probe_episodes}", *_split(setup, "valid_seen")],
+                   run_dir, log, f"seed {seed} {arm.name}: train {setup.steps} steps + in-domain eval")
+    final = latest_checkpoint(run_dir)
+    if final is None:
+        raise FileNotFoundError(f"{run_dir} has no checkpoint; delete the directory and run again")
+    ood = _run([*base, "train.mode=outcome_only", "reward_model.kind=model", f"policy.model={final / 'policy'}",
+                "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0", "reward_model.warm_start_steps=0",
+                "reward_model.probe_episodes=0", "train.probe_episodes=0", "train.steps=0", *_split(setup, "valid_unseen")],
+               run_dir / "ood", log, f"seed {seed} {arm.name}: out-of-domain eval")
+    probe = summary.get("rm_probe_after") or {}
+    return {"arm": arm.name, "seed": seed,
+            "splits": {"in_domain": _outcomes(summary.get("after"), f"{run_dir}/summary.json['after']"),
+                       "ood": _outcomes(ood.get("before"), f"{run_dir / 'ood'}/summary.json['before']")},
+            "rm_balanced_accuracy": probe.get("balanced_accuracy"), "curve": _curve(run_dir),
+            "warm_start_in_domain": (summary.get("before") or {}).get("success_rate")}
+
+
+def run_real(arms: Sequence[Arm], seeds: Sequence[int], setup: RealSetup, out: str | Path,
+             log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """For each seed: one shared warm start, then every arm trained from it and evaluated (see the module doc)."""
+    from rla_train.checkpoint import list_checkpoints
+
+    results = []
+    for seed in seeds:
+        seed_dir = Path(out) / f"seed-{seed}"
+        warm_dir = seed_dir / "warm-start"
+        _run([*setup.overrides, f"train.seed={seed}", "train.mode=policy+reward", "train.steps=0",
+              "reward_model.probe_episodes=0", "train.probe_episodes=0", *_split(setup, "valid_seen")],
+             warm_dir, log, f"seed {seed}: shared warm start")
+        checkpoints = dict(list_checkpoints(warm_dir))
+        if 0 not in checkpoints:
+            raise FileNotFoundError(f"{warm_dir} has no step-0 checkpoint; delete it and run again")
+        for arm in arms:
+            results.append(run_real_arm(arm, seed, setup, seed_dir, checkpoints[0], log))
+    return results

@@ -1,0 +1,124 @@
+"""Writing Table 1: ``table.md`` / ``table.json`` and a PNG of the per-arm training curves.
+
+The markdown has the rows (arms) with in-domain success, out-of-domain success and the reward model's balanced
+process accuracy — each the mean over seeds with its 95% t-interval — then the paired tests between arms, the
+trend test, the minimum detectable difference for the episodes used, and the command, machine and versions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+__all__ = ["machine_facts", "format_markdown", "write_report", "plot_curves"]
+
+_LABELS = {"in_domain": "in-domain", "ood": "OOD"}
+
+
+def machine_facts(argv: list[str] | None = None) -> dict[str, str]:
+    """The exact command, the machine and the versions that produced the numbers."""
+    argv = sys.argv[1:] if argv is None else argv
+    facts = {"command": " ".join(["python", "-m", "benchmarks.ablation", *argv]), "python": sys.version.split()[0],
+             "platform": platform.platform(), "cpu": platform.processor() or platform.machine(),
+             "cores": str(os.cpu_count())}
+    for package in ("numpy", "torch", "transformers", "trl", "alfworld"):
+        try:
+            facts[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            facts[package] = "not installed"
+    return facts
+
+
+def _percent(cell: Mapping | None) -> str:
+    if not cell:
+        return "n/a"
+    return f"{cell['mean']:.1%} [{cell['ci_low']:.1%}, {cell['ci_high']:.1%}]"
+
+
+def _signed(value: float) -> str:
+    return f"{value * 100:+.1f}"
+
+
+def format_markdown(table: Mapping[str, Any], *, title: str, facts: Mapping[str, str] | None = None,
+                    notes: list[str] | None = None) -> str:
+    """Table 1 and its tests as markdown (see the module docstring for the layout)."""
+    lines = [f"## {title}", "", "Mean over seeds [95% t-interval over seeds]; held-out episodes per seed in brackets.",
+             "", "| arm | in-domain success | OOD success | RM balanced process accuracy | seeds |",
+             "|---|---|---|---|---|"]
+    for name in table["arms"]:
+        row = table["rows"][name]
+        cells = [f"{_percent(row.get(s))} ({row[s]['episodes_per_seed']} ep)" if row.get(s) else "n/a"
+                 for s in ("in_domain", "ood")]
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} | {_percent(row.get('rm_balanced_accuracy'))} | "
+                     f"{len(row['seeds'])} |")
+    if table["paired"]:
+        lines += ["", "Paired tests (same episodes for both arms; pairs pooled over seeds). B − A in points:", "",
+                  "| A → B | split | B − A [95% CI] | B − A over seeds [95% CI] | won by A only / B only | "
+                  "exact McNemar p |", "|---|---|---|---|---|---|"]
+        for test in table["paired"]:
+            d, s, m = test["difference"], test["difference_over_seeds"], test["mcnemar"]
+            lines.append(f"| {test['a']} → {test['b']} | {_LABELS[test['split']]} | {_signed(d['difference'])} "
+                         f"[{_signed(d['ci_low'])}, {_signed(d['ci_high'])}] | {_signed(s['mean'])} "
+                         f"[{_signed(s['ci_low'])}, {_signed(s['ci_high'])}] | {m['a_only']} / {m['b_only']} | "
+                         f"{m['p_value']:.3g} |")
+    for split, trend in table["trend"].items():
+        lines += ["", f"Trend test ({_LABELS[split]}, Cochran–Armitage over {' < '.join(trend['arms'])}, pooled "
+                      f"episodes; conservative for paired arms): z = {trend['z']:+.2f}, p = {trend['p_value']:.3g}."]
+    for split, mdd in table["mdd"].items():
+        paired = (f"; paired (McNemar, discordance {mdd['discordant_rate']:.0%}): {mdd['paired'] * 100:.1f} points"
+                  if mdd.get("paired") else "")
+        lines += ["", f"Minimum detectable difference ({_LABELS[split]}, {mdd['episodes_per_arm']} episodes per arm, "
+                      f"baseline {mdd['baseline_success']:.0%}, two-sided alpha 0.05, power 0.8): unpaired "
+                      f"{mdd['unpaired'] * 100:.1f} points{paired}."]
+    for note in notes or []:
+        lines += ["", note]
+    if facts:
+        lines += ["", "| | |", "|---|---|"] + [f"| {k} | `{v}` |" if k == "command" else f"| {k} | {v} |"
+                                             for k, v in facts.items()]
+    return "\n".join(lines) + "\n"
+
+
+def plot_curves(table: Mapping[str, Any], path: str | Path, *, title: str) -> Path:
+    """A PNG of each arm's training success per step (mean over seeds), legend outside the axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8.5, 4.2))
+    for name in table["arms"]:
+        curve = table["rows"][name].get("curve")
+        if curve:
+            ax.plot(range(1, len(curve) + 1), [100 * v for v in curve], marker="o" if len(curve) < 12 else None,
+                    label=name)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("training success (%), mean over seeds")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, title="arm")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_report(table: Mapping[str, Any], out: str | Path, *, title: str, stem: str = "table",
+                 facts: Mapping[str, str] | None = None, notes: list[str] | None = None,
+                 extra: Mapping[str, Any] | None = None) -> dict[str, Path]:
+    """``<stem>.md``, ``<stem>.json`` (table + facts + extra) and ``<stem>-curves.png`` under ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"md": out / f"{stem}.md", "json": out / f"{stem}.json", "png": out / f"{stem}-curves.png"}
+    paths["md"].write_text(format_markdown(table, title=title, facts=facts, notes=notes))
+    paths["json"].write_text(json.dumps({"title": title, **table, "facts": dict(facts or {}), "notes": notes or [],
+                                         **dict(extra or {})}, indent=1))
+    plot_curves(table, paths["png"], title=title)
+    return paths
