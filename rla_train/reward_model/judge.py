@@ -20,7 +20,7 @@ from rla_envs.core.task import Task
 from rla_envs.curriculum.diagnosers import Trajectory
 from rla_train.backends.base import Chat, Generation, SamplingParams
 from rla_train.reward_model.parsing import UNPARSEABLE, parse_verdict
-from rla_train.reward_model.prompts import DEFAULT_MAX_CHARS, DEFAULT_MAX_HISTORY, judge_chat
+from rla_train.reward_model.prompts import DEFAULT_MAX_CHARS, DEFAULT_MAX_HISTORY, PROMPT_STYLES, judge_chat
 
 __all__ = ["DEFAULT_JUDGE_SAMPLING", "JudgeReport", "RewardModel", "resolve_tasks"]
 
@@ -94,10 +94,12 @@ class RewardModel:
         sampling: sampling for the judge (default :data:`DEFAULT_JUDGE_SAMPLING`).
         max_history: earlier steps shown in each prompt (see :func:`~rla_train.reward_model.prompts.judge_chat`).
         max_chars: longest observation shown in each prompt.
+        prompt_style: ``"full"`` or ``"compact"`` (for tiny choice judges; see :mod:`~rla_train.reward_model.prompts`).
     """
 
     def __init__(self, backend, *, judgments_per_step: int = 3, sampling: SamplingParams | None = None,
-                 max_history: int = DEFAULT_MAX_HISTORY, max_chars: int = DEFAULT_MAX_CHARS):
+                 max_history: int = DEFAULT_MAX_HISTORY, max_chars: int = DEFAULT_MAX_CHARS,
+                 prompt_style: str = "full"):
         if not callable(getattr(backend, "generate", None)):
             raise TypeError(f"backend must be a generation backend with generate(prompts, n, sampling), got "
                             f"{type(backend).__name__}; build one with rla_train.backends")
@@ -108,7 +110,10 @@ class RewardModel:
             raise TypeError(f"sampling must be a SamplingParams, got {type(sampling).__name__}")
         if type(max_history) is not int or max_history < 0:
             raise ValueError(f"max_history must be an int >= 0 (earlier steps shown), got {max_history!r}")
+        if prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"prompt_style must be one of {PROMPT_STYLES}, got {prompt_style!r}")
         self.backend = backend
+        self.prompt_style = prompt_style
         self.judgments_per_step = judgments_per_step
         self.sampling = sampling or DEFAULT_JUDGE_SAMPLING
         self.max_history = max_history
@@ -118,7 +123,8 @@ class RewardModel:
                 trajectories: Sequence[Trajectory]) -> list[tuple[int, int, Chat]]:
         """``(trajectory index, step index, chat)`` for every step of every trajectory, in order."""
         tasks = resolve_tasks(task_or_tasks, trajectories)
-        return [(t, i, judge_chat(task, trajectory, i, max_history=self.max_history, max_chars=self.max_chars))
+        return [(t, i, judge_chat(task, trajectory, i, max_history=self.max_history, max_chars=self.max_chars,
+                                  style=self.prompt_style))
                 for t, (task, trajectory) in enumerate(zip(tasks, trajectories))
                 for i in range(len(trajectory.actions))]
 

@@ -17,6 +17,14 @@ from its plain fields: ``observations[0]`` is the reset observation, ``actions[i
 Every prompt asks for brief reasoning that ends with exactly ``\\boxed{1}`` (good step) or ``\\boxed{-1}``
 (bad step); :func:`rla_train.reward_model.parsing.parse_verdict` reads the answer. Prompts are kept short
 (tiny models have short contexts): each observation is clipped to ``max_chars`` characters.
+
+``style="compact"`` (:data:`PROMPT_STYLES`) is for tiny judges that pick a verdict by likelihood
+(``reward_model.verdict_mode=choice``): ~5x fewer tokens, and what decides a step sits next to the verdict.
+For ALFWorld / TextWorld it is one short user turn: the goal, what the agent knew before the step (the
+:class:`~rla_train.agents.text_games.GameMemory` the compact policy prompt shows: where it is, what it holds,
+the goal's objects it saw and those at its place, all read from the texts it saw, nothing privileged),
+the step's action and the start of what followed, then the two verdicts to choose from
+(:data:`~rla_train.reward_model.verdicts.VERDICTS`). Families without a compact form get their full prompt.
 """
 
 from __future__ import annotations
@@ -28,14 +36,18 @@ from rla_envs.core.errors import did_you_mean
 from rla_envs.core.task import Task
 from rla_envs.curriculum.diagnosers import Trajectory
 
-__all__ = ["FAMILIES", "DEFAULT_MAX_HISTORY", "DEFAULT_MAX_CHARS", "SYSTEM_PROMPT", "VERDICT_INSTRUCTION",
-           "judge_chat"]
+__all__ = ["FAMILIES", "PROMPT_STYLES", "DEFAULT_MAX_HISTORY", "DEFAULT_MAX_CHARS", "SYSTEM_PROMPT",
+           "VERDICT_INSTRUCTION", "COMPACT_SYSTEM_PROMPT", "judge_chat"]
 
 DEFAULT_MAX_HISTORY = 6
 """Earlier steps shown in a step-judge prompt (the most recent ones)."""
 DEFAULT_MAX_CHARS = 600
 """Longest observation (characters) shown in a prompt; longer ones are clipped with ``...``."""
 _MAX_ADMISSIBLE = 40  # admissible actions listed at most
+_COMPACT_AFTER_CHARS = 160  # characters of the observation after the step in a compact prompt
+
+PROMPT_STYLES = ("full", "compact")
+"""``full``: task, start, history, step, admissible actions, reasoning asked; ``compact``: see the module docstring."""
 _MAX_PROGRAM_CHARS = 4000
 
 SYSTEM_PROMPT = ("You are a strict reward model. You judge ONE step of an agent's attempt at a task: "
@@ -43,15 +55,20 @@ SYSTEM_PROMPT = ("You are a strict reward model. You judge ONE step of an agent'
 VERDICT_INSTRUCTION = ("Reason briefly (at most three sentences) about whether this step moves the agent "
                        "toward completing the task. Then end your answer with exactly \\boxed{1} if it is a "
                        "good step or \\boxed{-1} if it is a bad step.")
+COMPACT_SYSTEM_PROMPT = "Judge one step of a household text game: does it move toward the goal?"
 
 
 def judge_chat(task: Task, trajectory: Trajectory, step_index: int, *, max_history: int = DEFAULT_MAX_HISTORY,
-               max_chars: int = DEFAULT_MAX_CHARS) -> list[dict[str, str]]:
+               max_chars: int = DEFAULT_MAX_CHARS, style: str = "full") -> list[dict[str, str]]:
     """The chat asking a judge whether step ``step_index`` of ``trajectory`` (a run of ``task``) was good.
 
-    Raises ``ValueError`` for an unknown ``task.family`` (naming the closest known one) or a bad window,
-    and ``IndexError`` when the trajectory has no step ``step_index``.
+    ``style``: ``"full"`` (default) or ``"compact"`` (see the module docstring; ``max_history`` does not
+    apply to it). Raises ``ValueError`` for an unknown ``task.family`` (naming the closest known one),
+    style or a bad window, and ``IndexError`` when the trajectory has no step ``step_index``.
     """
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"style must be one of {PROMPT_STYLES} (reward_model.prompt_style), got {style!r}"
+                         f"{did_you_mean(str(style), PROMPT_STYLES)}")
     builder = _BUILDERS.get(task.family)
     if builder is None:
         raise ValueError(f"no step-judge prompt for family {task.family!r} (task {task.id}); expected one of "
@@ -64,6 +81,9 @@ def judge_chat(task: Task, trajectory: Trajectory, step_index: int, *, max_histo
     if type(step_index) is not int or not 0 <= step_index < steps:
         raise IndexError(f"step_index must be in [0, {steps}) for a trajectory of {steps} steps "
                          f"(task {trajectory.task_id}), got {step_index!r}")
+    if style == "compact" and task.family in _COMPACT_BUILDERS:
+        return [{"role": "system", "content": COMPACT_SYSTEM_PROMPT},
+                {"role": "user", "content": _COMPACT_BUILDERS[task.family](task, trajectory, step_index, max_chars)}]
     user = builder(task, trajectory, step_index, max_history, max_chars)
     return [{"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": user + "\n\n" + VERDICT_INSTRUCTION}]
@@ -118,6 +138,27 @@ def _desktop(task: Task, trajectory: Trajectory, step: int, max_history: int, ma
                  f"{_clip(_observation(trajectory, step + 1), max_chars)}")
     return "\n\n".join(parts)
 
+
+def _compact_text_game(task: Task, trajectory: Trajectory, step: int, max_chars: int) -> str:
+    """ALFWorld / TextWorld, compact: goal, the agent's memory before the step, the step, what followed."""
+    from rla_train.agents.text_games import GameMemory
+    from rla_train.reward_model.verdicts import VERDICTS
+
+    observations = [_observation(trajectory, i) for i in range(step + 1)]
+    memory = GameMemory.from_transcript(observations, [_action(trajectory, i) for i in range(step)])
+    goal = memory.goal or _clip(_instruction(task, trajectory), max_chars)
+    known = [line for line in memory.lines() if line.startswith(("Seen: ", "At: ", "Here: "))]
+    after = " ".join(_observation(trajectory, step + 1).split())
+    if _info(trajectory, step + 1).get("invalid_action"):
+        after = "(not accepted) " + after
+    return "\n".join([f"Goal: {goal}", *known, f"Step: {_clip(_action(trajectory, step), 200)}",
+                      f"Then: {_clip(after, min(max_chars, _COMPACT_AFTER_CHARS))}",
+                      f"Good step: {VERDICTS[0]} Bad step: {VERDICTS[1]}"])
+
+
+_COMPACT_BUILDERS: dict[str, Callable[[Task, Trajectory, int, int], str]] = {
+    "alfworld": _compact_text_game, "textworld": _compact_text_game,
+}
 
 _BUILDERS: dict[str, Callable[[Task, Trajectory, int, int, int], str]] = {
     "alfworld": _text_game, "textworld": _text_game, "code": _code, "desktop": _desktop,
