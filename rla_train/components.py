@@ -116,14 +116,26 @@ def _backends(config: TrainConfig, model, tokenizer):
 
 
 def _reward_model(config: TrainConfig, policy_model, policy_tokenizer):
-    """(RewardModel, rm model, rm tokenizer, its plain text backend) as the config says; Nones without one."""
+    """(judge, rm model, rm tokenizer, its plain text backend) as the config says; Nones without one.
+
+    The judge is a :class:`~rla_train.reward_model.RewardModel` (``reward_model.kind=model``; with
+    ``verdict_mode=choice`` over a :class:`~rla_train.reward_model.VerdictChoiceBackend`), or a
+    :class:`~rla_train.reward_model.NoisyOracleJudge` (``kind=noisy_oracle``, seeded from ``train.seed``), which
+    has no model: its rm model, tokenizer and text backend are None, so no reward-model trainer is built for it.
+    """
     from rla_train.backends import make_backend
     from rla_train.backends.base import SamplingParams
     from rla_train.backends.hf import TransformersBackend
-    from rla_train.reward_model import RewardModel
+    from rla_train.reward_model import NoisyOracleJudge, RewardModel
 
     section = config.reward_model
-    if not MODES[config.train.mode].reward_model or section.model is None:
+    if not MODES[config.train.mode].reward_model:
+        return None, None, None, None
+    if section.kind == "noisy_oracle":
+        judge = NoisyOracleJudge(section.oracle_accuracy, judgments_per_step=section.judgments_per_step,
+                                 seed=config.train.seed + 3)  # +1: the rm model, +2: the rewriter
+        return judge, None, None, None
+    if section.model is None:
         return None, None, None, None
     sampling = SamplingParams(max_new_tokens=section.max_completion_length, temperature=section.temperature)
     if section.model == "same-as-policy":
