@@ -84,7 +84,8 @@ def format_markdown(table: Mapping[str, Any], *, title: str, facts: Mapping[str,
     return "\n".join(lines) + "\n"
 
 
-def plot_curves(table: Mapping[str, Any], path: str | Path, *, title: str) -> Path:
+def plot_curves(table: Mapping[str, Any], path: str | Path, *, title: str,
+                ylabel: str = "training success (%), mean over seeds") -> Path:
     """A PNG of each arm's training success per step (mean over seeds), legend outside the axes."""
     import matplotlib
 
@@ -98,7 +99,7 @@ def plot_curves(table: Mapping[str, Any], path: str | Path, *, title: str) -> Pa
             ax.plot(range(1, len(curve) + 1), [100 * v for v in curve], marker="o" if len(curve) < 12 else None,
                     label=name)
     ax.set_xlabel("training step")
-    ax.set_ylabel("training success (%), mean over seeds")
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, title="arm")
@@ -112,7 +113,8 @@ def plot_curves(table: Mapping[str, Any], path: str | Path, *, title: str) -> Pa
 
 def write_report(table: Mapping[str, Any], out: str | Path, *, title: str, stem: str = "table",
                  facts: Mapping[str, str] | None = None, notes: list[str] | None = None,
-                 extra: Mapping[str, Any] | None = None) -> dict[str, Path]:
+                 extra: Mapping[str, Any] | None = None,
+                 ylabel: str = "training success (%), mean over seeds") -> dict[str, Path]:
     """``<stem>.md``, ``<stem>.json`` (table + facts + extra) and ``<stem>-curves.png`` under ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -120,5 +122,5 @@ def write_report(table: Mapping[str, Any], out: str | Path, *, title: str, stem:
     paths["md"].write_text(format_markdown(table, title=title, facts=facts, notes=notes))
     paths["json"].write_text(json.dumps({"title": title, **table, "facts": dict(facts or {}), "notes": notes or [],
                                          **dict(extra or {})}, indent=1))
-    plot_curves(table, paths["png"], title=title)
+    plot_curves(table, paths["png"], title=title, ylabel=ylabel)
     return paths

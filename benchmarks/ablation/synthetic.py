@@ -244,6 +244,11 @@ def _world(seed: int, setup: SyntheticSetup) -> _World:
     return world
 
 
+def _expected_success(tasks: Sequence[Task], theta: np.ndarray) -> float:
+    """Exact mean success probability of ``tasks`` under logits ``theta`` (a noise-free fixed probe)."""
+    return float(np.mean([np.prod(_sigmoid(theta[list(t.spec["skills"])] - float(t.spec["offset"]))) for t in tasks]))
+
+
 def _heldout_outcomes(tasks: Sequence[Task], uniforms: np.ndarray, theta: np.ndarray) -> list[int]:
     return [int(all(_play(task, theta, u)[0])) for task, u in zip(tasks, uniforms)]
 
@@ -280,7 +285,8 @@ def run_synthetic_arm(arm: Arm, seed: int, setup: SyntheticSetup = SyntheticSetu
                                                   snapshot_every=0, seed=seed))
     spec = RewardSpec(use_outcome=arm.mode != "reward_only", use_judgments=arm.uses_judge,
                       lam=setup.step_reward_weight)
-    family, curve, since_adapt, accepted = SyntheticFamily(setup.skills), [], 0, 0
+    family, curve, train_curve, since_adapt, accepted = SyntheticFamily(setup.skills), [], [], 0, 0
+    probe = world.heldout["in_domain"][0][:50]            # the curve: exact success on 50 fixed in-domain tasks
     rewriter = MutatorRewriter(family)
     for _ in range(setup.steps):
         tasks = pool.sample(setup.tasks_per_step)
@@ -298,7 +304,8 @@ def run_synthetic_arm(arm: Arm, seed: int, setup: SyntheticSetup = SyntheticSetu
             accuracy = float(_sigmoid(judge_logit))
         for task, group in zip(tasks, groups):
             pool.record_group(task.id, [float(e.won) for e in group])
-        curve.append(float(np.mean([e.won for group in groups for e in group])))
+        train_curve.append(float(np.mean([e.won for group in groups for e in group])))
+        curve.append(_expected_success(probe, theta))
         since_adapt += setup.tasks_per_step * setup.group_size
         if arm.adapts_env and since_adapt >= setup.adapt_every:
             since_adapt = 0
@@ -308,7 +315,7 @@ def run_synthetic_arm(arm: Arm, seed: int, setup: SyntheticSetup = SyntheticSetu
             "splits": {split: _heldout_outcomes(tasks, uniforms, theta)
                        for split, (tasks, uniforms) in world.heldout.items()},
             "rm_balanced_accuracy": _balanced_accuracy(accuracy, world.probe_labels, world.probe_uniforms),
-            "curve": curve, "accepted_rewrites": accepted, "judge_accuracy": float(accuracy)}
+            "curve": curve, "train_curve": train_curve, "accepted_rewrites": accepted, "judge_accuracy": float(accuracy)}
 
 
 def run_synthetic(arms: Sequence[Arm], seeds: Sequence[int], setup: SyntheticSetup = SyntheticSetup(),
