@@ -32,7 +32,8 @@ from typing import Any
 from rla_envs.core.task import Task
 from rla_envs.curriculum.diagnosers import Trajectory
 
-__all__ = ["LabelledStep", "play_episodes", "label_steps", "balance_steps", "class_counts", "judge_dataset"]
+__all__ = ["LabelledStep", "play_episodes", "label_steps", "balance_steps", "class_counts", "judge_dataset",
+           "warm_start_data"]
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,9 @@ def play_episodes(tasks: Sequence[Task], *, epsilons: Sequence[float] = (0.0, 0.
 
     Args:
         tasks: ALFWorld tasks (e.g. ``generated_tasks("train", ...)``).
-        epsilons: episode ``j`` of a task is played by the epsilon-expert with ``epsilons[j % len(epsilons)]``
-            (0 = the searching expert, 1 = random admissible actions; the expert re-plans after a random one).
+        epsilons: episode ``k`` (counting over all tasks) is played by the epsilon-expert with
+            ``epsilons[k % len(epsilons)]`` (0 = the searching expert, 1 = random admissible actions; the
+            expert re-plans after a random one).
         episodes_per_task: episodes on each task (a task's episodes are played one after the other, so
             each game is loaded once); episode ``j`` of task ``t`` resets with seed
             ``seed + t * episodes_per_task + j``, and the random actions come from ``random.Random(seed)``.
@@ -103,7 +105,7 @@ def play_episodes(tasks: Sequence[Task], *, epsilons: Sequence[float] = (0.0, 0.
         for t, task in enumerate(tasks):
             for j in range(episodes_per_task):
                 episode = Episode(task_id=task.id, task=task, seed=seed + t * episodes_per_task + j)
-                epsilon = epsilons[j % len(epsilons)]
+                epsilon = epsilons[(t * episodes_per_task + j) % len(epsilons)]
                 _play(env, episode, rng, epsilon, policy, agent)
                 episode.source = "policy" if policy is not None else _source(epsilon)
                 episodes.append(episode)
@@ -210,3 +212,37 @@ def judge_dataset(steps: Sequence[LabelledStep], *, max_history: int | None = No
              "candidates": list(VERDICTS), "good": s.good, "source": s.source, "task_id": s.task.id,
              "step": s.step} for s in steps]
     return datasets.Dataset.from_list(rows)
+
+
+def warm_start_data(tasks: Sequence[Task], *, episodes: int, expert_share: float = 0.5, policy=None, agent=None,
+                    epsilons: Sequence[float] = (0.5, 1.0), good_per_bad: float | None = 2.0, seed: int = 0,
+                    max_steps: int = 30, split: str = "train", max_history: int | None = None,
+                    max_chars: int | None = None, style: str = "full"):
+    """The reward-model warm start's data in one call: ``(judge_dataset rows, class_counts)``.
+
+    ``episodes`` are played on ``tasks`` in turn: ``round(expert_share * episodes)`` by the expert, the rest
+    by ``policy`` (a generation backend, with ``agent``) or, without one, by the epsilon-expert cycling
+    through ``epsilons``; every labelled step is kept when bad, good ones thinned to ``good_per_bad`` per
+    bad one (seeded), and each becomes a judge prompt with the given prompt options (pass the reward
+    model's: ``max_history``, ``max_chars``, ``style``). Pass the run's training tasks, never the probe's.
+    """
+    if type(episodes) is not int or episodes < 1:
+        raise ValueError(f"episodes must be an int >= 1, got {episodes!r}")
+    if not 0.0 <= expert_share <= 1.0:
+        raise ValueError(f"expert_share must be in [0, 1], got {expert_share!r}")
+    tasks = list(tasks)
+    if not tasks:
+        raise ValueError("warm_start_data needs tasks to play")
+    n_expert = int(round(expert_share * episodes))
+    n_other = episodes - n_expert
+    played: list[Trajectory] = []
+    if n_expert:
+        played += play_episodes([tasks[k % len(tasks)] for k in range(n_expert)], epsilons=(0.0,),
+                                episodes_per_task=1, seed=seed, max_steps=max_steps, split=split)
+    if n_other:  # other seeds than the expert's episodes on the same tasks
+        played += play_episodes([tasks[k % len(tasks)] for k in range(n_other)], epsilons=epsilons,
+                                episodes_per_task=1, seed=seed + episodes, max_steps=max_steps, split=split,
+                                policy=policy, agent=agent)
+    steps = balance_steps(label_steps(played), good_per_bad=good_per_bad, seed=seed)
+    dataset = judge_dataset(steps, max_history=max_history, max_chars=max_chars, style=style)
+    return dataset, class_counts(steps)

@@ -79,8 +79,8 @@ def _prompt_options(judge) -> dict[str, Any]:
             "style": getattr(judge, "prompt_style", "full")}
 
 
-def _choice_scores(backend, chats: list, batch_size: int) -> tuple[list[float], list[bool]]:
-    """(P(good), P(good) >= 0.5) per chat from a VerdictChoiceBackend."""
+def _choice_scores(backend, chats: list, batch_size: int) -> tuple[list[float], list[bool], list[float]]:
+    """(P(good), P(good) >= 0.5, P(good)) per chat from a VerdictChoiceBackend."""
     from rla_train.backends.base import SamplingParams
 
     scores: list[float] = []
@@ -88,11 +88,12 @@ def _choice_scores(backend, chats: list, batch_size: int) -> tuple[list[float], 
         generations = backend.generate(chats[start:start + batch_size], n=1,
                                        sampling=SamplingParams(temperature=1.0, seed=0))
         scores.extend(float(generation.good_probability) for generation in generations)
-    return scores, [score >= 0.5 for score in scores]
+    return scores, [score >= 0.5 for score in scores], scores
 
 
-def _vote_scores(judge, probe: Probe) -> tuple[list[float], list[bool]]:
-    """(mean vote, majority is +1) per probe step, from ``judge.judge`` on copies of the probe's trajectories."""
+def _vote_scores(judge, probe: Probe) -> tuple[list[float], list[bool], list[float]]:
+    """(mean vote, majority is +1, share of +1 votes) per probe step, from ``judge.judge`` on copies of the probe's
+    trajectories."""
     import copy
 
     from rla_train.metrics import majority_vote
@@ -105,12 +106,13 @@ def _vote_scores(judge, probe: Probe) -> tuple[list[float], list[bool]]:
             tasks.append(step.task)
             trajectories.append(copy.copy(step.trajectory))  # the probe's own trajectories keep no judgments
     judge.judge(tasks, trajectories)
-    scores, predicted = [], []
+    scores, predicted, good_votes = [], [], []
     for step in probe.steps:
         votes = list(trajectories[index[id(step.trajectory)]].judgments[step.step])
         scores.append(sum(votes) / len(votes) if votes else 0.0)
         predicted.append(majority_vote(votes) == 1)
-    return scores, predicted
+        good_votes.append(sum(v == 1 for v in votes) / len(votes) if votes else 0.0)
+    return scores, predicted, good_votes
 
 
 def probe_reward_model(judge, probe: Probe, *, batch_size: int = 64) -> dict[str, Any]:
@@ -123,8 +125,11 @@ def probe_reward_model(judge, probe: Probe, *, batch_size: int = 64) -> dict[str
         batch_size: prompts per backend call (choice judges).
 
     Returns:
-        ``{"balanced_accuracy", "auc", "recall_good", "recall_bad", "steps", "good", "bad",
+        ``{"balanced_accuracy", "auc", "vote_balanced_accuracy", "recall_good", "recall_bad", "steps", "good", "bad",
         "balanced_accuracy_ci", "auc_ci"}`` (the two intervals: approximate 95%, see :mod:`rla_train.metrics`).
+        ``vote_balanced_accuracy`` is that of one vote as training samples it: a choice judge's expected one
+        (the mean of P(good) on good steps and of 1 - P(good) on bad ones, at temperature 1), other judges' share
+        of right votes; below ``balanced_accuracy`` when the judge is unsure (P(good) near 0.5).
     """
     from rla_train.metrics import auc_interval, balanced_accuracy, balanced_accuracy_interval, roc_auc
     from rla_train.reward_model.prompts import judge_chat
@@ -135,9 +140,9 @@ def probe_reward_model(judge, probe: Probe, *, batch_size: int = 64) -> dict[str
     if hasattr(backend, "scored_inputs"):  # a choice judge: P(good) straight from the scored verdict tokens
         options = _prompt_options(judge)
         chats = [judge_chat(s.task, s.trajectory, s.step, **options) for s in probe.steps]
-        scores, predicted = _choice_scores(backend, chats, batch_size)
+        scores, predicted, good_votes = _choice_scores(backend, chats, batch_size)
     elif callable(getattr(judge, "judge", None)):
-        scores, predicted = _vote_scores(judge, probe)
+        scores, predicted, good_votes = _vote_scores(judge, probe)
     else:
         raise TypeError(f"probe_reward_model needs a judge with judge(tasks, trajectories) (a RewardModel, "
                         f"NoisyOracleJudge, ...), got {type(judge).__name__}")
@@ -147,7 +152,10 @@ def probe_reward_model(judge, probe: Probe, *, batch_size: int = 64) -> dict[str
     good_right = sum(p for p, label in zip(predicted, labels) if label)
     bad_right = sum(not p for p, label in zip(predicted, labels) if not label)
     accuracy, auc = balanced_accuracy(predicted, labels), roc_auc(scores, labels)
+    vote_good = sum(p for p, label in zip(good_votes, labels) if label) / good if good else None
+    vote_bad = sum(1 - p for p, label in zip(good_votes, labels) if not label) / bad if bad else None
     return {"balanced_accuracy": accuracy, "auc": auc,
+            "vote_balanced_accuracy": (vote_good + vote_bad) / 2 if good and bad else None,
             "recall_good": good_right / good if good else None, "recall_bad": bad_right / bad if bad else None,
             "steps": len(labels), "good": good, "bad": bad,
             "balanced_accuracy_ci": balanced_accuracy_interval(good_right, good, bad_right, bad) if good and bad

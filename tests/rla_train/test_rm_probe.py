@@ -70,6 +70,7 @@ def test_an_oracle_scores_one_a_constant_judge_one_half_and_the_probe_asks_the_j
     result = probe_reward_model(_Judge(oracle), probe, batch_size=7)
     assert result["balanced_accuracy"] == 1.0 and result["auc"] == 1.0
     assert (result["recall_good"], result["recall_bad"]) == (1.0, 1.0)
+    assert result["vote_balanced_accuracy"] == pytest.approx((0.9 + 0.8) / 2)  # one vote: right w.p. 0.9 / 0.8
     assert (result["steps"], result["good"], result["bad"]) == (len(probe), probe.counts["good"], probe.counts["bad"])
     assert oracle.seen == [judge_chat(s.task, s.trajectory, s.step, style="compact") for s in probe.steps]
     constant = probe_reward_model(_Judge(_ChoiceStub(lambda chat: 0.7)), probe)
@@ -103,6 +104,9 @@ def test_judges_without_a_choice_backend_are_scored_by_their_majority_vote(probe
     assert right["balanced_accuracy"] == 1.0 and right["auc"] == 1.0
     always_good = probe_reward_model(_VotingJudge(probe, wrong_on_bad=True), probe)
     assert always_good["balanced_accuracy"] == 0.5 and always_good["recall_bad"] == 0.0
+    # votes [1, 1, -1] everywhere: 2/3 right on good steps, 1/3 on bad ones -> 0.5 for one vote
+    assert always_good["vote_balanced_accuracy"] == pytest.approx(0.5)
+    assert right["vote_balanced_accuracy"] == pytest.approx(2 / 3)  # 2 of 3 votes right on every step
     assert all(s.trajectory.judgments is None for s in probe.steps)  # the probe's episodes stay as built
     with pytest.raises(TypeError, match="judge"):
         probe_reward_model(object(), probe)

@@ -157,3 +157,33 @@ def test_warm_start_needs_a_choice_judge_and_labelled_rows(detour_episode):
         warm_start_reward_model(RewardModel(Text()), dataset, steps=1)
     with pytest.raises(ValueError, match="'good'"):
         warm_start_reward_model(RewardModel(Text()), dataset.remove_columns("good"), steps=1)
+
+
+class _LookPolicy:
+    """A generation backend that always answers "look" (a no-op: every step it takes is good)."""
+
+    def __init__(self):
+        self.prompts = []
+
+    def generate(self, prompts, n=1, sampling=None):
+        from rla_train.backends.base import Generation, Sample
+
+        self.prompts.extend(prompts)
+        return [Generation(prompt="", prompt_ids=[], samples=[Sample(text="look")]) for _ in prompts]
+
+
+def test_a_policy_backend_plays_through_its_agent_and_warm_start_data_mixes_expert_and_policy(task):
+    from rla_train.agents.text_games import TextGameAgent
+    from rla_train.reward_model.label_data import warm_start_data
+
+    policy, agent = _LookPolicy(), TextGameAgent(prompt_style="compact")
+    episodes = play_episodes([task], episodes_per_task=1, max_steps=4, split="valid_unseen", policy=policy, agent=agent)
+    assert episodes[0].actions == ["look"] * 4 and episodes[0].source == "policy"
+    assert policy.prompts[0] == agent.prompt(type(episodes[0])(task_id=task.id, task=task,
+                                                                  observations=episodes[0].observations[:1],
+                                                                  infos=episodes[0].infos[:1]))
+    dataset, counts = warm_start_data([task], episodes=4, expert_share=0.5, policy=_LookPolicy(), agent=agent,
+                                      max_steps=4, split="valid_unseen", good_per_bad=None, style="compact")
+    assert set(counts["by_source"]) == {"expert", "policy"}
+    assert counts["by_source"]["policy"] == {"good": 8, "bad": 0}  # 2 episodes x 4 no-ops, all good
+    assert len(dataset) == counts["steps"] and sorted(set(dataset["source"])) == ["expert", "policy"]
