@@ -2,7 +2,8 @@
 
 A rewrite, as in RLAnything, swaps the goal's object and/or receptacle type (the lamp for
 ``look_at_obj_in_light``) for types the scene allows; a mutation is one of the LLM-free scene edits of
-:mod:`rla_envs.alfworld.mutations`. Either way the scene is re-rendered to a PDDL problem with a new
+:mod:`rla_envs.alfworld.mutations`, chosen at random or, given failure diagnoses, by what they say
+(:mod:`rla_envs.alfworld.guidance`). Either way the scene is re-rendered to a PDDL problem with a new
 scripted walkthrough, and the new task is validated in the engine before it is returned.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -254,16 +255,23 @@ class AlfWorldFamily:
 
     # ----------------------------------------------------------------- mutate
     def mutate(self, task: Task, direction: str, rng: np.random.Generator, *,
-               only: Collection[str] | None = None) -> Task:
+               only: Collection[str] | None = None, diagnoses: Sequence[str] = ()) -> Task:
         """An LLM-free edit making the task ``harder`` or ``easier``, validated (origin ``mutated``).
 
         Tries the applicable mutations of ``mutations.CATALOGUE[direction]`` (or just those named in
-        ``only``) in an order drawn from ``rng`` and returns the first that validates;
-        ``meta["mutation"]`` names it. The same rng state gives the same result. Raises
-        ``RewriteRejected`` when none applies.
+        ``only``) and returns the first that validates; ``meta["mutation"]`` names it. Without
+        ``diagnoses`` they are tried in an order drawn from ``rng``. With ``diagnoses`` (failure
+        summaries of a diagnoser, e.g. ``"3/4 failed runs never found the apple"``), the mutations they
+        ask for (:func:`rla_envs.alfworld.guidance.guided_edits`) are tried first, best first, then the
+        rest in the ``rng`` order; ``meta["guidance"]`` lists the guided names and ``meta["guided_by"]``
+        the diagnoses behind the chosen one (``[]`` when it was a fall-back). The same rng state (and
+        diagnoses) give the same result. Raises ``RewriteRejected`` when none applies.
         """
         if direction not in mut.CATALOGUE:
             raise ValueError(f"direction must be one of {sorted(mut.CATALOGUE)}, got {direction!r}")
+        if isinstance(diagnoses, str):
+            raise TypeError(f"diagnoses must be a sequence of sentences, got one str: {diagnoses!r}; "
+                            "wrap it in a list")
         catalogue = mut.CATALOGUE[direction]
         if only is not None:
             unknown = sorted(set(only) - set(catalogue))
@@ -271,15 +279,23 @@ class AlfWorldFamily:
                 raise ValueError(f"unknown {direction} mutations {unknown}; known: {list(catalogue)}")
             catalogue = {name: fn for name, fn in catalogue.items() if name in set(only)}
         scene, names = self._scene(task), list(catalogue)
+        drawn = [names[int(index)] for index in rng.permutation(len(names))]
+        guided = {}
+        if diagnoses:
+            from rla_envs.alfworld.guidance import guided_edits
+
+            asked = guided_edits(diagnoses, direction, task_type=task.spec.get("task_type"))
+            guided = {name: reasons for name, reasons in asked.items() if name in catalogue}
         failures = []
-        for index in rng.permutation(len(names)):
-            name = names[int(index)]
+        for name in [*guided, *(name for name in drawn if name not in guided)]:
             edit = catalogue[name](scene, rng)
             if edit is None:
                 continue
             keep_hint = edit.hint if edit.hint is not None else bool(task.meta.get("hint"))
             meta = {"mutation": name, "mutation_detail": edit.detail, "direction": direction, "rewrite": None,
                     "mutations": [*task.meta.get("mutations", ()), name]}
+            if diagnoses or "guided_by" in task.meta:  # (a parent's guidance must not carry over to its child)
+                meta.update(guidance=list(guided), guided_by=list(guided.get(name, ())))
             try:
                 new = self._derive(task, edit.scene, origin="mutated", meta=meta, hint=keep_hint)
                 if new.id == task.id:

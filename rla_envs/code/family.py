@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -255,11 +255,14 @@ class CodeFamily:
                 raise InvalidTask(f"task {task.id}: the reference solution fails public examples: {public.error}")
 
     # ----------------------------------------------------------------- mutate
-    def mutate(self, task: Task, direction: str, rng: np.random.Generator) -> Task:
+    def mutate(self, task: Task, direction: str, rng: np.random.Generator, *,
+               diagnoses: Sequence[str] = ()) -> Task:
         """An LLM-free edit making the task ``harder`` or ``easier`` (validated); ``RewriteRejected`` if none fits.
 
         Easier: reveal a hidden test as an example, add a hint (the next line of the reference solution),
         relax the limits (x2). Harder: hide an example, remove a hint, tighten the limits (/2).
+
+        ``diagnoses`` (failure summaries) are accepted for the protocol and ignored: the edit is drawn from ``rng``.
         """
         if direction not in ("harder", "easier"):
             raise ValueError(f"direction must be 'harder' or 'easier', got {direction!r}")

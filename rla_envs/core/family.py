@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -39,8 +40,14 @@ class TaskFamily(Protocol):
     def validate(self, task: Task) -> None:
         """Raise ``InvalidTask`` with the reason unless the task loads, is winnable and leaks no answer."""
 
-    def mutate(self, task: Task, direction: Direction, rng: np.random.Generator) -> Task:
-        """An LLM-free edit making the task ``harder`` or ``easier``, validated; ``RewriteRejected`` if none fits."""
+    def mutate(self, task: Task, direction: Direction, rng: np.random.Generator, *,
+               diagnoses: Sequence[str] = ()) -> Task:
+        """An LLM-free edit making the task ``harder`` or ``easier``, validated; ``RewriteRejected`` if none fits.
+
+        ``diagnoses`` are a diagnoser's failure summaries of the task's runs (most common first); a family
+        may let them choose the edit (ALFWorld does) or ignore them. Without them the edit is drawn from
+        ``rng`` alone.
+        """
 
 
 def get_family(name: str) -> TaskFamily:

@@ -4,8 +4,9 @@ A rewriter is anything with ``propose(task, direction, *, success_rate, diagnose
 Each :class:`Proposal` holds either a new task or the reason there is none; nothing here touches a pool.
 Two come built in:
 
-* :class:`MutatorRewriter`: the family's LLM-free ``mutate(task, direction, rng)``; attempt ``i`` stacks
-  ``strengths[i]`` mutations (1 = slight, 3 = strong).
+* :class:`MutatorRewriter`: the family's LLM-free ``mutate(task, direction, rng, diagnoses=...)``;
+  attempt ``i`` stacks ``strengths[i]`` mutations (1 = slight, 3 = strong); the failure diagnoses go to
+  every ``mutate`` call, so a family can choose its edits by them (ALFWorld does).
 * :class:`LLMRewriter`: any text-generation callable; the prompt is built from the family's
   ``describe(task)``, the direction, the measured success rate, the failure diagnoses and the strength
   asked for; each answer is parsed by the family's ``apply_rewrite``. Garbage answers become rejected
@@ -17,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+import inspect
 
 import numpy as np
 
@@ -94,8 +97,12 @@ def _rng(rng: np.random.Generator | int | None) -> np.random.Generator:
 class MutatorRewriter:
     """Rewrites with the family's LLM-free ``mutate``: attempt ``i`` stacks ``strengths[i]`` mutations.
 
-    The same ``rng`` state gives the same proposals. The proposed task's parent is the task given (the
-    intermediate steps of a stack are not kept); ``meta["strength"]`` records the stack height.
+    The same ``rng`` state (and diagnoses) give the same proposals. The proposed task's parent is the
+    task given (the intermediate steps of a stack are not kept); ``meta["strength"]`` records the stack
+    height and ``meta["stacked_mutations"]`` the edits. ``diagnoses`` are passed to each ``mutate`` call
+    (a family whose ``mutate`` has no ``diagnoses`` keyword, written before it existed, is called
+    without them); when the family records ``meta["guided_by"]``, ``meta["stacked_guided"]`` says, per
+    stacked edit, whether a diagnosis chose it.
 
     Args:
         family: the family hooks to use; default: ``get_family(task.family)`` for each task.
@@ -123,7 +130,7 @@ class MutatorRewriter:
         seeds = rng.integers(2**63, size=len(self.strengths))
         proposals, seen = [], {task.id: "the task itself"}
         for strength, seed in zip(self.strengths, seeds):
-            proposal = self._stack(family, task, direction, strength, np.random.default_rng(int(seed)))
+            proposal = self._stack(family, task, direction, strength, np.random.default_rng(int(seed)), diagnoses)
             if proposal.ok:
                 if proposal.task.id in seen:
                     proposal = Proposal(task, direction, strength, reason=f"duplicate: same task as "
@@ -134,20 +141,33 @@ class MutatorRewriter:
         return proposals
 
     def _stack(self, family: TaskFamily, task: Task, direction: str, strength: int,
-               rng: np.random.Generator) -> Proposal:
-        current, names = task, []
+               rng: np.random.Generator, diagnoses: Sequence[str]) -> Proposal:
+        current, names, guided = task, [], []
+        extra = {"diagnoses": tuple(diagnoses)} if diagnoses and _takes_diagnoses(family) else {}
         for level in range(strength):
             try:
-                current = family.mutate(current, direction, rng)
+                current = family.mutate(current, direction, rng, **extra)
             except InvalidTask as exc:
                 reason = f"mutation {level + 1} of {strength} failed: {exc}"
                 return Proposal(task, direction, strength, reason=reason, source=self.source)
             names.append(str(current.meta.get("mutation") or "?"))
+            guided.append(bool(current.meta.get("guided_by")))
         meta = dict(thaw(current.meta))
         meta.update(strength=strength, stacked_mutations=names)
+        if "guided_by" in meta:
+            meta["stacked_guided"] = guided
         new = Task(family=current.family, instruction=current.instruction, spec=current.spec, parent=task.id,
                    origin=current.origin, meta=meta)
         return Proposal(task, direction, strength, task=new, source=self.source)
+
+
+def _takes_diagnoses(family: TaskFamily) -> bool:
+    """Whether ``family.mutate`` accepts a ``diagnoses`` keyword (or any keyword)."""
+    try:
+        parameters = inspect.signature(family.mutate).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable without a signature: call it as documented
+        return True
+    return any(p.name == "diagnoses" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 # ------------------------------------------------------------------------------------------ LLM

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
@@ -245,11 +245,14 @@ class DesktopFamily(ClosesOnExit):
             self._env = None
 
     # ----------------------------------------------------------------- mutate
-    def mutate(self, task: Task, direction: str, rng: np.random.Generator) -> Task:
+    def mutate(self, task: Task, direction: str, rng: np.random.Generator, *,
+               diagnoses: Sequence[str] = ()) -> Task:
         """An LLM-free edit making the task ``harder`` or ``easier`` (validated); ``RewriteRejected`` if none fits.
 
         Easier: add the next declared hint to the instruction, or switch to a more lenient declared evaluator
         variant. Harder: remove the last added hint, or switch to a stricter variant.
+
+        ``diagnoses`` (failure summaries) are accepted for the protocol and ignored: the edit is drawn from ``rng``.
         """
         if direction not in ("harder", "easier"):
             raise ValueError(f"direction must be 'harder' or 'easier', got {direction!r}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -139,11 +139,14 @@ class TextWorldFamily:
             raise RewriteRejected(f"task {task.id}: the instruction lists the whole solution {walkthrough}")
 
     # ----------------------------------------------------------------- mutate
-    def mutate(self, task: Task, direction: str, rng: np.random.Generator) -> Task:
+    def mutate(self, task: Task, direction: str, rng: np.random.Generator, *,
+               diagnoses: Sequence[str] = ()) -> Task:
         """An LLM-free edit making the task ``harder`` or ``easier`` (validated); ``RewriteRejected`` if none fits.
 
         Edits: quest length, rooms and distractor objects (tw-custom); ingredients, rooms and skills
         (tw-cooking); objective detail (tw-simple); hints in the objective (every task).
+
+        ``diagnoses`` (failure summaries) are accepted for the protocol and ignored: the edit is drawn from ``rng``.
         """
         if direction not in ("harder", "easier"):
             raise ValueError(f"direction must be 'harder' or 'easier', got {direction!r}")

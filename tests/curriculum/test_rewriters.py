@@ -79,6 +79,59 @@ def test_mutator_rejection_is_a_proposal_with_reason(tasks):
     assert proposals[1].reason == "mutation 1 of 3 failed: none of them applies"
 
 
+class RecordingFamily:
+    """A family whose mutate records the diagnoses it was given and marks the task with them."""
+
+    name = "alfworld"
+
+    def __init__(self):
+        self.seen = []
+
+    def mutate(self, task, direction, rng, *, diagnoses=()):
+        self.seen.append(tuple(diagnoses))
+        meta = {"mutation": "edit", "guided_by": list(diagnoses[:1])}
+        return task.derive(instruction=task.instruction + f" {len(self.seen)}", spec=task.spec, origin="mutated",
+                           meta=meta)
+
+
+class LegacyFamily:
+    """A family written before mutate took diagnoses."""
+
+    name = "alfworld"
+
+    def mutate(self, task, direction, rng):
+        return task.derive(instruction=task.instruction + " x", spec=task.spec, origin="mutated",
+                           meta={"mutation": "edit"})
+
+
+def test_mutator_passes_the_diagnoses_to_every_stacked_mutation(tasks):
+    family, diagnoses = RecordingFamily(), ["3/4 failed runs never found the apple"]
+    proposals = MutatorRewriter(family, strengths=(1, 2)).propose(tasks[0], "easier", diagnoses=diagnoses, rng=0)
+    assert family.seen == [tuple(diagnoses)] * 3  # 1 + 2 stacked calls
+    assert [list(p.task.meta["stacked_guided"]) for p in proposals] == [[True], [True, True]]
+    family.seen.clear()
+    MutatorRewriter(family, strengths=(1,)).propose(tasks[0], "easier", rng=0)
+    assert family.seen == [()]
+
+
+def test_mutator_calls_a_family_without_the_diagnoses_keyword_as_before(tasks):
+    proposals = MutatorRewriter(LegacyFamily(), strengths=(1,)).propose(
+        tasks[0], "easier", diagnoses=["3/4 failed runs never found the apple"], rng=0)
+    assert proposals[0].ok and "stacked_guided" not in proposals[0].task.meta
+
+
+def test_mutator_on_alfworld_lets_the_diagnoses_choose_the_edit(tasks, family):
+    simple = next(t for t in tasks if t.spec["task_type"] == "pick_and_place_simple")
+    diagnoses = ["4/4 failed runs saw the apple but never took it"]
+    rewriter = MutatorRewriter(family, strengths=(1,))
+    for seed in range(2):
+        proposal = rewriter.propose(simple, "easier", diagnoses=diagnoses, rng=seed)[0]
+        assert proposal.ok, proposal.reason
+        assert proposal.task.meta["mutation"] == "remove_distractors"  # what "saw it, never took it" asks first
+        assert list(proposal.task.meta["guided_by"]) == diagnoses
+        assert list(proposal.task.meta["stacked_guided"]) == [True]
+
+
 def test_prompt_carries_description_direction_rate_diagnoses_and_strength(tasks, family):
     echo = Echo("object: mug")
     rewriter = LLMRewriter(echo, attempts=3, family=family)
