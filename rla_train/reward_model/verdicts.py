@@ -3,9 +3,10 @@
 :class:`VerdictChoiceBackend` answers every judge prompt with ``\\boxed{+1}`` (good step) or ``\\boxed{-1}``
 (bad step), ``n`` samples per prompt (the m judgments), drawn from the model's preference between them.
 
-**Only the token where the two verdicts part decides.** Both verdicts tokenize as a shared prefix
-(``\\boxed{``), then one token that differs (``+`` / ``-`` with the tiny tokenizer; ``{`` / ``{-`` with
-Qwen's, which merges the brace and the minus), then formatting. The choice is
+**Only the token where the two verdicts part decides.** Both verdicts tokenize as a shared prefix, then
+one token that differs, then formatting: with the tiny tokenizer ``\\boxed{`` then ``+`` / ``-``; a
+tokenizer that merges punctuation (Qwen's pre-tokenizer keeps ``{-`` and ``{+`` together) parts one token
+earlier, at ``{+`` / ``{-`` or ``{`` / ``{-`` (whichever its vocabulary holds). The choice is
 ``softmax([log p(good token | prompt + prefix), log p(bad token | prompt + prefix)] / T)``: a comparison
 between two continuations of equal length (one token each) in the same context. Comparing the verdicts'
 *summed* log-likelihoods instead (what this class did before) is biased by length: ``\\boxed{1}`` is one
