@@ -109,6 +109,7 @@ def build_table(results: Sequence[Mapping], arm_names: Sequence[str]) -> dict[st
             psi = float(np.mean(discordance)) if discordance else 0.0
             mdd[split] = {"episodes_per_arm": base["episodes"], "baseline_success": baseline,
                           "unpaired": minimum_detectable_difference(base["episodes"], min(baseline, 0.999)),
-                          "paired": paired_minimum_detectable_difference(base["episodes"], psi) if psi > 0 else None,
+                          "paired": paired_minimum_detectable_difference(base["episodes"], psi)
+                          if base["episodes"] * psi >= 10 else None,     # the normal form needs ~10 discordant pairs
                           "discordant_rate": psi, "alpha": 0.05, "power": 0.8}
     return {"arms": list(arm_names), "rows": rows, "paired": paired, "trend": trend, "mdd": mdd}

@@ -117,7 +117,8 @@ def run_real_phase(args: argparse.Namespace, facts: dict) -> str:
     notes = [f"Real stack (ALFWorld, tiny Qwen2 policy and reward model, TRL): {len(seeds)} seeds x {len(arms)} arms "
              f"in {time.perf_counter() - started:.0f} s; {setup}."]
     paths = write_report(table, args.out / "real", title="RLAnything ablation — ALFWorld, tiny models (real stack)",
-                         facts=facts, notes=notes, extra={"results": results})
+                         facts=facts, notes=notes, extra={"results": results},
+                         ylabel="training success (%) of the drawn tasks")
     _log(f"real: wrote {paths['md']}, {paths['png']}")
     return paths["md"].read_text()
 

@@ -80,12 +80,18 @@ def _split(setup: RealSetup, split: str) -> list[str]:
 
 
 def _curve(run_dir: Path) -> list[float]:
+    """Success per training step: on the fixed training-game probe when it was played every step, else on the
+    tasks the pool drew that step."""
     from rla_train.run_log import read_metrics
 
     try:
-        return [float(r["success_rate"]) for r in read_metrics(run_dir) if "success_rate" in r]
+        records = read_metrics(run_dir)
     except FileNotFoundError:
         return []
+    probe = [float(r["probe_success_rate"]) for r in records if "probe_success_rate" in r]
+    if probe and len(probe) == len(records):
+        return probe
+    return [float(r["success_rate"]) for r in records if "success_rate" in r]
 
 
 def run_real_arm(arm: Arm, seed: int, setup: RealSetup, out: Path, warm: Path,

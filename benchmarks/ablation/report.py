@@ -38,6 +38,8 @@ def machine_facts(argv: list[str] | None = None) -> dict[str, str]:
 def _percent(cell: Mapping | None) -> str:
     if not cell:
         return "n/a"
+    if cell.get("n") == 1:
+        return f"{cell['mean']:.1%} [1 seed: no interval]"
     return f"{cell['mean']:.1%} [{cell['ci_low']:.1%}, {cell['ci_high']:.1%}]"
 
 
@@ -59,20 +61,22 @@ def format_markdown(table: Mapping[str, Any], *, title: str, facts: Mapping[str,
                      f"{len(row['seeds'])} |")
     if table["paired"]:
         lines += ["", "Paired tests (same episodes for both arms; pairs pooled over seeds). B − A in points:", "",
-                  "| A → B | split | B − A [95% CI] | B − A over seeds [95% CI] | won by A only / B only | "
+                  "| A → B | split | B − A [95% Wald CI] | B − A over seeds [95% CI] | won by A only / B only | "
                   "exact McNemar p |", "|---|---|---|---|---|---|"]
         for test in table["paired"]:
             d, s, m = test["difference"], test["difference_over_seeds"], test["mcnemar"]
+            over_seeds = (f"{_signed(s['mean'])} [1 seed]" if s["n"] == 1 else
+                          f"{_signed(s['mean'])} [{_signed(s['ci_low'])}, {_signed(s['ci_high'])}]")
             lines.append(f"| {test['a']} → {test['b']} | {_LABELS[test['split']]} | {_signed(d['difference'])} "
-                         f"[{_signed(d['ci_low'])}, {_signed(d['ci_high'])}] | {_signed(s['mean'])} "
-                         f"[{_signed(s['ci_low'])}, {_signed(s['ci_high'])}] | {m['a_only']} / {m['b_only']} | "
-                         f"{m['p_value']:.3g} |")
+                         f"[{_signed(d['ci_low'])}, {_signed(d['ci_high'])}] | {over_seeds} | "
+                         f"{m['a_only']} / {m['b_only']} | {m['p_value']:.3g} |")
     for split, trend in table["trend"].items():
         lines += ["", f"Trend test ({_LABELS[split]}, Cochran–Armitage over {' < '.join(trend['arms'])}, pooled "
                       f"episodes; conservative for paired arms): z = {trend['z']:+.2f}, p = {trend['p_value']:.3g}."]
     for split, mdd in table["mdd"].items():
-        paired = (f"; paired (McNemar, discordance {mdd['discordant_rate']:.0%}): {mdd['paired'] * 100:.1f} points"
-                  if mdd.get("paired") else "")
+        paired = (f"; paired (McNemar, discordance {mdd['discordant_rate']:.1%}): {mdd['paired'] * 100:.1f} points"
+                  if mdd.get("paired") else "; paired: n/a (fewer than 10 discordant pairs expected per comparison: "
+                  "the normal approximation does not hold)")
         lines += ["", f"Minimum detectable difference ({_LABELS[split]}, {mdd['episodes_per_arm']} episodes per arm, "
                       f"baseline {mdd['baseline_success']:.0%}, two-sided alpha 0.05, power 0.8): unpaired "
                       f"{mdd['unpaired'] * 100:.1f} points{paired}."]
@@ -92,12 +96,17 @@ def plot_curves(table: Mapping[str, Any], path: str | Path, *, title: str,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(8.5, 4.2))
-    for name in table["arms"]:
+    markers, styles = "osD^vPX", ("-", "--", "-.", ":")
+    for index, name in enumerate(table["arms"]):
         curve = table["rows"][name].get("curve")
-        if curve:
-            ax.plot(range(1, len(curve) + 1), [100 * v for v in curve], marker="o" if len(curve) < 12 else None,
-                    label=name)
+        if curve:        # markers shrink arm by arm and line styles vary, so arms that coincide stay visible
+            ax.plot(range(1, len(curve) + 1), [100 * v for v in curve], linestyle=styles[index % len(styles)],
+                    marker=markers[index % len(markers)] if len(curve) < 12 else None,
+                    markersize=max(3.0, 10.0 - 1.2 * index), label=name)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
