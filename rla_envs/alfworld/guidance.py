@@ -18,10 +18,10 @@ runs, and the step's action when a step was judged); :func:`guided_edits` ranks 
 ==================================  ====================================================================
 cue                                 edits, best first
 ==================================  ====================================================================
-never found the target, bad         place_in_open_receptacle, open_target_receptacles,
-``go to`` / ``open`` / ``examine``  more_target_copies, hint_in_goal
-saw it but never took it, bad       remove_distractors, more_target_copies
-``take``
+never found the target, bad         more_target_copies, hint_in_goal, place_in_open_receptacle,
+``go to`` / ``open`` / ``examine``  open_target_receptacles
+saw it but never took it            more_target_copies, remove_distractors
+bad ``take``                        remove_distractors, more_target_copies
 bad ``put`` / ``move``              remove_empty_receptacles, remove_distractors
 bad ``clean/heat/cool/use`` step    hint_in_goal, remove_distractors (the catalogue has no edit that
                                     simplifies the treatment itself; ignored for task types without one)
@@ -29,6 +29,14 @@ looped                              remove_empty_receptacles, hint_in_goal
 repeated invalid actions            remove_distractors
 ran out of steps                    remove_empty_receptacles, hint_in_goal, more_target_copies
 ==================================  ====================================================================
+
+The easier search edits are ordered by what they measurably did (``benchmarks.perf.guided_rewrites.edit_effects``
+on the 14 ``valid_seen`` pick-and-place tasks a 6-step sweep policy fails, 16 rollouts per child): more copies
+moved success by +0.10 on average and the hint by +0.75 (often past the band), while moving the target into
+view or opening its receptacle moved it by <= +0.06 (they save one ``open`` step; the search still visits
+receptacle after receptacle), and removing distractors by 0.00 even where the runs "saw the target but
+never took it" (for a searching agent that is usually the step budget ending on arrival). The hint comes
+second because it tends to overshoot the band a slight rewrite should land in.
 
 **Harder** pushes on the weakness the (rare) failures of a task that is too easy show: runs that lost
 the target while searching -> hide it (``hide_in_closed_receptacle``, ``move_to_crowded_receptacle``,
@@ -53,12 +61,12 @@ CUE_KINDS = ("not_found", "not_taken", "bad_search", "bad_take", "bad_place", "b
              "looped", "invalid", "out_of_steps")
 _GENERIC = frozenset({"looped", "invalid", "out_of_steps"})
 
-_REVEAL = ("place_in_open_receptacle", "open_target_receptacles", "more_target_copies", "hint_in_goal")
+_REVEAL = ("more_target_copies", "hint_in_goal", "place_in_open_receptacle", "open_target_receptacles")
 #: Easier edits per cue kind, best first.
 EASIER_EDITS: dict[str, tuple[str, ...]] = {
     "not_found": _REVEAL,
     "bad_search": _REVEAL,
-    "not_taken": ("remove_distractors", "more_target_copies"),
+    "not_taken": ("more_target_copies", "remove_distractors"),
     "bad_take": ("remove_distractors", "more_target_copies"),
     "bad_place": ("remove_empty_receptacles", "remove_distractors"),
     "bad_treatment": ("hint_in_goal", "remove_distractors"),
@@ -75,9 +83,9 @@ HARDER_EDITS: dict[str, tuple[str, ...]] = {
     "bad_take": ("add_distractors", "fewer_target_copies"),
     "bad_place": ("add_receptacles", "add_distractors"),
     "bad_treatment": ("add_distractors", "remove_hint"),
-    "looped": ("add_receptacles", "move_to_crowded_receptacle"),
+    "looped": ("move_to_crowded_receptacle", "add_receptacles"),
     "invalid": ("add_distractors",),
-    "out_of_steps": ("add_receptacles", "move_to_crowded_receptacle", "hide_in_closed_receptacle"),
+    "out_of_steps": ("move_to_crowded_receptacle", "hide_in_closed_receptacle", "add_receptacles"),
 }
 _EDITS = {"easier": EASIER_EDITS, "harder": HARDER_EDITS}
 #: Task types with a treatment step (clean, heat, cool, or switching a lamp on).

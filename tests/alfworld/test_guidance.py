@@ -63,15 +63,16 @@ def test_action_kind_reads_the_verb(action, kind):
 def test_easier_ranks_specific_cues_first_then_by_share():
     # not_found (specific, 3/4) > bad_take (specific, 2/4) > out_of_steps (generic, although 4/4)
     edits = guided_edits([OUT_OF_STEPS, RM_TAKE, NOT_FOUND], "easier")
-    assert list(edits) == ["place_in_open_receptacle", "open_target_receptacles", "more_target_copies",
-                           "hint_in_goal", "remove_distractors", "remove_empty_receptacles"]
+    assert list(edits) == ["more_target_copies", "hint_in_goal", "place_in_open_receptacle",
+                           "open_target_receptacles", "remove_distractors", "remove_empty_receptacles"]
     assert edits["place_in_open_receptacle"] == [NOT_FOUND]
     assert edits["more_target_copies"] == [NOT_FOUND, RM_TAKE, OUT_OF_STEPS]  # every diagnosis that asked for it
     assert edits["remove_empty_receptacles"] == [OUT_OF_STEPS]
 
 
-def test_easier_for_runs_that_saw_the_target_removes_distractors_first():
-    assert list(guided_edits([NOT_TAKEN], "easier")) == ["remove_distractors", "more_target_copies"]
+def test_easier_for_a_wrong_take_removes_distractors_first():
+    assert list(guided_edits([RM_TAKE], "easier")) == ["remove_distractors", "more_target_copies"]
+    assert list(guided_edits([NOT_TAKEN], "easier")) == ["more_target_copies", "remove_distractors"]
     assert list(guided_edits([LOOPED], "easier")) == ["remove_empty_receptacles", "hint_in_goal"]
 
 
@@ -123,16 +124,18 @@ def hidden(family, simple):
     return family.mutate(simple, "harder", np.random.default_rng(0), only=["hide_in_closed_receptacle"])
 
 
-def test_guided_mutate_makes_the_edit_the_diagnosis_asks_for_whatever_the_seed(family, hidden):
+def test_guided_mutate_makes_the_edit_the_diagnosis_asks_for_whatever_the_seed(family, simple, hidden):
     chosen = set()
     for seed in range(3):
-        new = family.mutate(hidden, "easier", np.random.default_rng(seed), diagnoses=[NOT_FOUND])
-        assert new.meta["mutation"] == "place_in_open_receptacle"  # the first guided edit, and it applies
-        assert list(new.meta["guided_by"]) == [NOT_FOUND]
-        assert list(new.meta["guidance"]) == list(guided_edits([NOT_FOUND], "easier"))
+        new = family.mutate(simple, "easier", np.random.default_rng(seed), diagnoses=[RM_TAKE])
+        assert new.meta["mutation"] == "remove_distractors"  # the first guided edit, and it applies
+        assert list(new.meta["guided_by"]) == [RM_TAKE]
+        assert list(new.meta["guidance"]) == list(guided_edits([RM_TAKE], "easier"))
         family.validate(new)
-        chosen.add(family.mutate(hidden, "easier", np.random.default_rng(seed)).meta["mutation"])
-    assert chosen != {"place_in_open_receptacle"}  # unguided, the seed decides (so the guided choice is not luck)
+        chosen.add(family.mutate(simple, "easier", np.random.default_rng(seed)).meta["mutation"])
+    assert chosen != {"remove_distractors"}  # unguided, the seed decides (so the guided choice is not luck)
+    found = family.mutate(hidden, "easier", np.random.default_rng(0), diagnoses=[NOT_FOUND])
+    assert found.meta["mutation"] == "more_target_copies" and list(found.meta["guided_by"]) == [NOT_FOUND]
 
 
 def test_guided_mutate_skips_guided_edits_that_do_not_apply_and_falls_back(family, hidden):

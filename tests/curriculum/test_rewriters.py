@@ -122,12 +122,12 @@ def test_mutator_calls_a_family_without_the_diagnoses_keyword_as_before(tasks):
 
 def test_mutator_on_alfworld_lets_the_diagnoses_choose_the_edit(tasks, family):
     simple = next(t for t in tasks if t.spec["task_type"] == "pick_and_place_simple")
-    diagnoses = ["4/4 failed runs saw the apple but never took it"]
+    diagnoses = ["4/4 failed runs: step judged bad by all 3 judgments: 'take mug 1 from countertop 1'"]
     rewriter = MutatorRewriter(family, strengths=(1,))
     for seed in range(2):
         proposal = rewriter.propose(simple, "easier", diagnoses=diagnoses, rng=seed)[0]
         assert proposal.ok, proposal.reason
-        assert proposal.task.meta["mutation"] == "remove_distractors"  # what "saw it, never took it" asks first
+        assert proposal.task.meta["mutation"] == "remove_distractors"  # what a wrong "take" asks for first
         assert list(proposal.task.meta["guided_by"]) == diagnoses
         assert list(proposal.task.meta["stacked_guided"]) == [True]
 
