@@ -1,6 +1,7 @@
-"""Benchmark: the released RLAnything rewrite rule against ours, on simulated policies of known success rate.
+"""Benchmark: the released RLAnything rewrite rule against ours on simulated policies; guided rewrites on games.
 
-Pure and fast (numpy only, no env, no model). Three questions, every number measured in this run:
+Questions 1-3 are pure and fast (numpy only, no env, no model); question 4 plays ALFWorld games. Every
+number is measured in this run:
 
 1. **Null rewrites** (``null_false_accept_rlanything``, ``null_false_accept_ours``): a rewrite that changes
    nothing (child p == parent p). A parent p is drawn uniformly from [0, 1]; only parents whose rule
@@ -21,6 +22,10 @@ Pure and fast (numpy only, no env, no model). Three questions, every number meas
    ``uniform`` (no rewriting), ``rlanything`` (uniform sampling + released rule), ``ours`` (learnability
    sampling + our trigger and acceptance). The median over seeds is reported; a seed that never reaches
    the target counts as the budget.
+4. **Guided rewrites** (``guided_rewrite_{accept_rate,move_per_rollout,mean_move}``): on real ALFWorld games
+   played by a weak sweep policy, mutations chosen from the failure diagnoses against undirected ones, on
+   the same triggered tasks with the same seeds (:mod:`benchmarks.perf.guided_rewrites`; the only part that
+   plays games, a few minutes on one core).
 
 Run it alone with ``python -m benchmarks.perf.curriculum [--quick]``.
 """
@@ -227,7 +232,7 @@ def _our_adapt(pool: TaskPool, rng, learner: _Learner, max_candidates: int = 4) 
 
 # ------------------------------------------------------------------------------- run
 def run(quick: bool = False) -> list[Metric]:
-    """Measure the three questions and return one Metric per issue key (see the module doc)."""
+    """Measure the four questions and return one Metric per issue key (see the module doc)."""
     started = time.perf_counter()
     trials = 4000 if quick else 20000
     rates = null_and_true_move_rates(trials, seed=0)
@@ -258,7 +263,9 @@ def run(quick: bool = False) -> list[Metric]:
                      f"held-out success >= {TARGET_HELD_OUT_SUCCESS}; reached in {reached}/{len(seeds)} within "
                      f"{budget} (else counted as {budget}); baseline = uniform"))
     print(f"curriculum benchmark: {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    return metrics
+    from benchmarks.perf import guided_rewrites
+
+    return metrics + guided_rewrites.run(quick=quick)
 
 
 if __name__ == "__main__":
