@@ -9,7 +9,7 @@ the log-probabilities of the two parting tokens after ``prompt + shared prefix``
 very ``P(good)`` the judge samples its votes from (at temperature 1)::
 
     rm = RewardModel(VerdictChoiceBackend(ChoiceBackend(TransformersBackend(model, tokenizer))), prompt_style="compact")
-    summary = warm_start_reward_model(rm, judge_dataset(steps, style="compact"), steps=300, lr=3e-3, seed=0)
+    summary = warm_start_reward_model(rm, judge_dataset(steps, style="compact"), steps=300, lr=1e-3, seed=0)
 
 The loss weighs the two classes equally (each row by ``rows / (2 * rows of its class)``), so a dataset with
 more good steps than bad ones does not teach "always good". Bounded by optimizer steps, never by seconds.
@@ -46,7 +46,7 @@ def _verdict_backend(judge):
     return backend
 
 
-def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 3e-3, batch_size: int = 16,
+def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-3, batch_size: int = 16,
                             warmup_steps: int = 10, weight_decay: float = 0.0, seed: int = 0,
                             max_batch_tokens: int = 16_384, progress: bool = False,
                             log_history: list | None = None) -> dict[str, Any]:
