@@ -13,6 +13,13 @@ very ``P(good)`` the judge samples its votes from (at temperature 1)::
 
 The loss weighs the two classes equally (each row by ``rows / (2 * rows of its class)``), so a dataset with
 more good steps than bad ones does not teach "always good". Bounded by optimizer steps, never by seconds.
+
+Measured (ALFWorld pick_and_place_simple, the CPU default's tiny reward model, compact prompts, one thread):
+warm-start data from 48 ``train`` games x 3 episodes (expert, epsilon 0.5, epsilon 1: ~2,600 steps, ~215 of
+them bad, balanced to ~650 rows), 300 steps at lr 1e-3, batch 16, ~45 s; on a fixed probe of 24 ``valid_seen``
+games (324-390 steps, a third of them bad) the balanced accuracy went from 0.50 (untrained: "bad" on every
+step) to 0.79 / 0.80 / 0.74 and the AUC from ~0.47 to 0.89 / 0.91 / 0.79 over three seeds (data, probe and
+order seeded together; 95% intervals about ±0.05).
 """
 
 from __future__ import annotations
