@@ -35,11 +35,16 @@ class Components:
     feeder: Any                       # rla_envs.curriculum.TaskFeeder over the pool
     policy_trainer: Any               # rla_train.policy_update.SampleTrainer
     rm_trainer: Any | None
+    probe_engine: Any | None = None   # training games at evaluation settings (train.probe_episodes)
+    probe_tasks: list | None = None   # the fixed probe of training games, drawn once per run
+    rm_probe: Any | None = None       # RewardModelProbe: the judge's balanced accuracy on fixed labelled steps
 
     def close(self) -> None:
         """Stop the env workers."""
         self.engine.close()
         self.eval_engine.close()
+        if self.probe_engine is not None:
+            self.probe_engine.close()
 
 
 class EngineMeasure:
@@ -152,7 +157,38 @@ def _reward_model(config: TrainConfig, policy_model, policy_tokenizer):
         from rla_train.reward_model.verdicts import VerdictChoiceBackend
 
         backend = VerdictChoiceBackend(ChoiceBackend(backend))
-    return RewardModel(backend, judgments_per_step=section.judgments_per_step, sampling=sampling), model, tokenizer, raw
+    judge = RewardModel(backend, judgments_per_step=section.judgments_per_step, sampling=sampling,
+                        prompt_style=section.prompt_style)
+    return judge, model, tokenizer, raw
+
+
+class RewardModelProbe:
+    """``probe(judge) -> {"balanced_accuracy", "auc", ...}`` on a fixed labelled probe of steps (built once per run)."""
+
+    def __init__(self, probe):
+        self.probe = probe
+
+    def __call__(self, judge) -> dict[str, Any]:
+        from rla_train.reward_model.probe import probe_reward_model
+
+        return probe_reward_model(judge, self.probe)
+
+
+def _rm_probe(config: TrainConfig, progress: bool) -> RewardModelProbe | None:
+    """The reward model's probe: labelled steps of expert, epsilon-expert and random episodes on valid_seen games."""
+    section = config.reward_model
+    if not section.probe_episodes or not MODES[config.train.mode].reward_model:
+        return None
+    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_train.reward_model.probe import build_probe
+
+    episodes_per_task = 3
+    n_tasks = -(-section.probe_episodes // episodes_per_task)
+    types = config.env.options.get("task_types")
+    tasks = generated_tasks("valid_seen", n_tasks, 0, progress=progress,
+                            **({"task_types": types} if types else {}))[:n_tasks]
+    return RewardModelProbe(build_probe(tasks, episodes_per_task=episodes_per_task, seed=config.train.seed,
+                                        max_steps=config.env.max_steps))
 
 
 class BackendText:
@@ -202,7 +238,7 @@ def _feeder(config: TrainConfig, tasks, engine, reward_model, rewriter):
     else:
         diagnoser = RuleDiagnoser()
     return TaskFeeder(pool, rewriter, diagnoser, EngineMeasure(engine), adapt_every=config.pool.adapt_every,
-                      rollouts=config.pool.measure_rollouts)
+                      rollouts=config.pool.measure_rollouts, max_slots=config.pool.max_rewrites_per_round)
 
 
 def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = True) -> Components:
@@ -231,6 +267,13 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
                                 num_envs=config.env.num_envs, workers=config.env.workers,
                                 sampling=policy_sampling(config, evaluation=True), seed=seed + 7919, progress=progress)
     eval_tasks = eval_engine.sample_tasks(config.train.eval_episodes, seed=seed)
+    probe_engine = probe_tasks = None
+    if config.train.probe_episodes:
+        probe_engine = RolloutEngine(_env_spec(config, config.env.train_options), agent, eval_backend,
+                                     num_envs=config.env.num_envs, workers=config.env.workers,
+                                     sampling=policy_sampling(config, evaluation=True), seed=seed + 104729,
+                                     progress=progress)
+        probe_tasks = probe_engine.sample_tasks(config.train.probe_episodes, seed=seed + 1)
     rewriter = _rewriter(config, policy_backend, rm_text)
     feeder = _feeder(config, engine.env.tasks(), engine, reward_model, rewriter)
     temperature = 1.0 if config.policy.action_mode == "choice" else config.policy.temperature
@@ -238,12 +281,16 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
                                    grpo_args(config.policy, run_dir / "trl-policy", seed=seed, temperature=temperature,
                                              bf16=config.scale.bf16),
                                    total_steps=max(1, config.train.steps),
-                                   choice_logprob=config.policy.action_mode == "choice" and config.policy.choice_logprob)
+                                   choice_logprob=config.policy.action_mode == "choice" and config.policy.choice_logprob,
+                                   mini_batches=config.policy.mini_batches, kl_reference=config.policy.kl_reference)
     rm_trainer = None
     if MODES[config.train.mode].train_reward_model and rm_model is not None:
         rm_trainer = SampleTrainer(rm_model, rm_tokenizer,
                                    grpo_args(config.reward_model, run_dir / "trl-reward-model", seed=seed,
                                              temperature=config.reward_model.temperature, bf16=config.scale.bf16),
-                                   total_steps=max(1, config.train.steps * config.reward_model.updates_per_step))
+                                   total_steps=max(1, config.train.steps * config.reward_model.updates_per_step),
+                                   mini_batches=config.reward_model.mini_batches,
+                                   choice_logprob=config.reward_model.verdict_mode == "choice")
     return Components(policy_model, policy_tokenizer, policy_backend, eval_backend, reward_model, rm_model, rm_tokenizer,
-                      agent, engine, eval_engine, eval_tasks, feeder, policy_trainer, rm_trainer)
+                      agent, engine, eval_engine, eval_tasks, feeder, policy_trainer, rm_trainer, probe_engine,
+                      probe_tasks, _rm_probe(config, progress))

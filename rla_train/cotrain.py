@@ -27,22 +27,54 @@ import numpy as np
 
 from rla_train.config import CONFIG_FILENAME, MODES, TrainConfig
 
-__all__ = ["train", "train_step", "evaluate"]
+__all__ = ["train", "train_step", "evaluate", "reward_spec", "pool_funnel", "format_summary"]
 
 
-def evaluate(engine, tasks, *, desc: str = "held-out") -> dict[str, float]:
-    """Success rate on ``tasks`` (one seeded episode each) with its 95% Wilson interval and mean steps."""
+def evaluate(engine, tasks, *, desc: str = "held-out") -> dict[str, Any]:
+    """Success rate on ``tasks`` (one seeded episode each) with its 95% Wilson interval, mean steps and outcomes.
+
+    The engine's sampling stream restarts at every evaluation, so the result depends on the weights alone: two
+    checkpoints (or two ablation arms) are compared on the same tasks with the same random numbers, and
+    ``outcomes`` (1/0 per episode, in task order) pairs them episode by episode.
+    """
     from rla_train.metrics import success_summary
 
+    engine.turns = 0
     episodes = engine.run(tasks, desc=desc)
-    return success_summary([e.won for e in episodes], [e.num_steps for e in episodes])
+    return {**success_summary([e.won for e in episodes], [e.num_steps for e in episodes]),
+            "outcomes": [int(bool(e.won)) for e in episodes]}
+
+
+def _scalars(prefix: str, result: dict[str, Any]) -> dict[str, float]:
+    """The numeric entries of an evaluation result, prefixed, for metrics.jsonl."""
+    return {f"{prefix}{k}": float(v) for k, v in result.items() if isinstance(v, (int, float)) and v is not None}
+
+
+def _evaluations(config: TrainConfig, parts, label: str) -> dict[str, dict[str, Any]]:
+    """Held-out success, training success on the fixed probe, and the reward model's accuracy on its probe."""
+    results = {"heldout": evaluate(parts.eval_engine, parts.eval_tasks, desc=f"held-out {label}")}
+    if parts.probe_engine is not None:
+        results["probe"] = evaluate(parts.probe_engine, parts.probe_tasks, desc=f"training-game probe {label}")
+    if getattr(parts, "rm_probe", None) is not None and parts.reward_model is not None:
+        results["rm_probe"] = parts.rm_probe(parts.reward_model)
+    return results
+
+
+def reward_spec(config: TrainConfig):
+    """How this run forms step rewards: the mode's parts, λ, the outcome encoding and the policy's group filter."""
+    from rla_train.samples import RewardSpec
+
+    mode = MODES[config.train.mode]
+    return RewardSpec(use_outcome=mode.outcome, use_judgments=mode.reward_model,
+                      lam=config.reward_model.step_reward_weight, outcome_encoding=config.reward_model.outcome_encoding,
+                      group_filter=config.policy.group_filter)
 
 
 def train_step(config: TrainConfig, parts) -> dict[str, float]:
     """One step of the loop (see the module docstring); returns its metrics."""
     from rla_train.metrics import outcome_accuracy
     from rla_train.rewards import outcome_value
-    from rla_train.samples import RewardSpec, policy_samples, reward_model_samples, step_rewards
+    from rla_train.samples import advantage_change_fraction, policy_samples, reward_model_samples, step_rewards
 
     mode = MODES[config.train.mode]
     started = time.perf_counter()
@@ -56,12 +88,16 @@ def train_step(config: TrainConfig, parts) -> dict[str, float]:
         report = parts.reward_model.judge(None, episodes)
         generations = {id(e): g for e, g in zip(episodes, report.generations)}
         metrics["judge_unparseable_fraction"] = report.unparseable_fraction
+        votes = [v for e in episodes for step in (e.judgments or []) for v in step]
+        if votes:
+            metrics["judge_good_vote_fraction"] = float(np.mean([v == 1 for v in votes]))
         accuracy = outcome_accuracy([e.judgments for e in episodes], [e.won for e in episodes])
         if accuracy is not None:
             metrics["rm_outcome_accuracy"] = accuracy
-    spec = RewardSpec(use_outcome=mode.outcome, use_judgments=mode.reward_model,
-                      lam=config.reward_model.step_reward_weight)
+    spec = reward_spec(config)
     samples, stats = policy_samples(groups, spec)                                                # 4
+    if mode.reward_model:  # how often the judge changed the policy's signal (0 = the judge adds nothing)
+        metrics["policy_advantage_changed_fraction"] = advantage_change_fraction(groups, spec)
     rewards = [step_rewards(e, spec) for e in episodes if e.error is None and e.num_steps]
     if rewards:
         metrics["integrated_reward_mean"] = float(np.mean(np.concatenate(rewards)))
@@ -74,14 +110,20 @@ def train_step(config: TrainConfig, parts) -> dict[str, float]:
         for _ in range(config.reward_model.updates_per_step):
             rm = parts.rm_trainer.update(rm_samples)
         metrics.update({f"rm_{k}": v for k, v in rm.items() if not k.startswith("trl/")})
+        metrics["rm_judgments"] = rm_stats["judgments"]
         metrics["rm_groups_filtered"] = rm_stats["groups_filtered"]
     for task, group in zip(tasks, groups):                                                        # 7
         usable = [e for e in group if e.error is None]
         if usable:
             parts.feeder.report_group(task.id, [float(e.won) for e in usable], usable)
-    if mode.adapt_env and parts.feeder.adapt_due():
-        adapt = parts.feeder.adapt()
-        metrics.update({f"pool_{k}": float(v) for k, v in adapt.funnel.items()})
+    if mode.adapt_env:
+        funnel = {"triggered": 0, "generated": 0, "valid": 0, "measured": 0, "accepted": 0}
+        if parts.feeder.adapt_due():
+            adapt = parts.feeder.adapt()
+            parts.feeder.pool.count("triggered", len(adapt.slots))
+            funnel.update(adapt.funnel, triggered=len(adapt.slots))
+        metrics.update({f"pool_{k}": float(v) for k, v in funnel.items()})
+        metrics["pool_accepted_total"] = float(parts.feeder.pool.counters.get("accepted", 0))
     seconds = time.perf_counter() - started
     won = [bool(e.won) for e in episodes]
     metrics.update({
@@ -96,6 +138,14 @@ def train_step(config: TrainConfig, parts) -> dict[str, float]:
     return metrics
 
 
+def pool_funnel(pool) -> dict[str, int]:
+    """The pool's rewrites over the run: triggered -> generated -> valid -> measured -> accepted."""
+    counters = pool.counters
+    return {"triggered": int(counters.get("triggered", 0)), "generated": int(counters.get("generated", 0)),
+            "valid": int(counters.get("valid", 0)), "measured": int(counters.get("proposed", 0)),
+            "accepted": int(counters.get("accepted", 0))}
+
+
 # ----------------------------------------------------------------------------------------------- state
 def _state(parts, step: int, history: dict) -> dict[str, Any]:
     """Everything besides models, pool and RNG that a resumed run needs to continue exactly."""
@@ -104,6 +154,7 @@ def _state(parts, step: int, history: dict) -> dict[str, Any]:
             "policy_trainer": parts.policy_trainer.state_dicts(),
             "rm_trainer": parts.rm_trainer.state_dicts() if parts.rm_trainer is not None else None,
             "engine_turns": parts.engine.turns, "eval_engine_turns": parts.eval_engine.turns,
+            "judge": parts.reward_model.state_dict() if hasattr(parts.reward_model, "state_dict") else None,
             "feeder": {"episodes_since_adapt": feeder.episodes_since_adapt,
                        "failures": {k: [t.to_dict() for t in v] for k, v in feeder.failures.items()}}}
 
@@ -134,6 +185,8 @@ def _restore(checkpoint: Path, parts) -> tuple[int, dict]:
     if parts.rm_trainer is not None and states["rm_trainer"] is not None:
         parts.rm_trainer.load_state_dicts(states["rm_trainer"])
     parts.engine.turns, parts.eval_engine.turns = states["engine_turns"], states["eval_engine_turns"]
+    if states.get("judge") is not None:  # a judge with its own random stream (the noisy oracle)
+        parts.reward_model.load_state_dict(states["judge"])
     feeder = parts.feeder
     feeder.pool = TaskPool.load(checkpoint / "pool.json")
     feeder.episodes_since_adapt = states["feeder"]["episodes_since_adapt"]
@@ -175,6 +228,24 @@ def _warm_start(config: TrainConfig, parts, run_dir: Path) -> dict[str, float]:
     return summary
 
 
+def _warm_start_reward_model(config: TrainConfig, parts) -> dict[str, Any]:
+    """Teach the reward model the planner's step labels on the training games' steps (fresh runs only).
+
+    Half of ``reward_model.warm_start_episodes`` are the searching expert's, half the (warm-started) policy's
+    own, so both good and bad steps occur; bad steps are all kept and good ones thinned to two per bad one.
+    """
+    from rla_train.reward_model.label_data import warm_start_data
+    from rla_train.reward_model.warm_start import warm_start_reward_model
+
+    section = config.reward_model
+    dataset, counts = warm_start_data(parts.engine.env.tasks(), episodes=section.warm_start_episodes,
+                                      policy=parts.policy_backend, agent=parts.agent, seed=config.train.seed,
+                                      max_steps=config.env.max_steps, style=section.prompt_style)
+    summary = warm_start_reward_model(parts.reward_model, dataset, steps=section.warm_start_steps,
+                                      lr=section.warm_start_learning_rate, seed=config.train.seed)
+    return {**{k: v for k, v in summary.items() if k != "seconds"}, "counts": counts}
+
+
 def train(config: TrainConfig, *, progress: bool = True) -> dict[str, Any]:
     """Run the whole co-training job the config describes; returns the summary (also in ``summary.json``)."""
     import torch
@@ -183,7 +254,7 @@ def train(config: TrainConfig, *, progress: bool = True) -> dict[str, Any]:
     from rla_envs.core.files import atomic_write_json
     from rla_train.checkpoint import latest_checkpoint
     from rla_train.components import build_components
-    from rla_train.run_log import RunLog, plot_run
+    from rla_train.run_log import plot_run
 
     run_dir = Path(config.train.resume_from or config.output.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -199,40 +270,90 @@ def train(config: TrainConfig, *, progress: bool = True) -> dict[str, Any]:
             if config.train.warm_start_sft_steps:
                 history["initial"] = evaluate(parts.eval_engine, parts.eval_tasks, desc="held-out initial")
                 history["warm_start"] = _warm_start(config, parts, run_dir)
-            history["before"] = evaluate(parts.eval_engine, parts.eval_tasks, desc="held-out before")
+            if config.reward_model.warm_start_steps and parts.rm_model is not None:
+                if parts.rm_probe is not None:
+                    history["rm_probe_initial"] = parts.rm_probe(parts.reward_model)
+                history["rm_warm_start"] = _warm_start_reward_model(config, parts)
+            _record(history, "before", _evaluations(config, parts, "before"))
             _save(run_dir, config, parts, 0, history)
-        with RunLog(run_dir, total_steps=config.train.steps, start_step=step, progress=progress,
-                    tensorboard=config.output.tensorboard) as log:
-            while step < config.train.steps:
-                metrics = train_step(config, parts)
-                step += 1
-                if config.train.eval_every and step % config.train.eval_every == 0 and step < config.train.steps:
-                    metrics.update({f"heldout_{k}": v for k, v in
-                                    evaluate(parts.eval_engine, parts.eval_tasks).items()})
-                log.log(step, metrics)
-                if config.output.checkpoint_every and step % config.output.checkpoint_every == 0:
-                    _save(run_dir, config, parts, step, history)
-        history["after"] = evaluate(parts.eval_engine, parts.eval_tasks, desc="held-out after")
-        _save(run_dir, config, parts, step, history)
+        if step < config.train.steps:  # train.steps=0: warm start and evaluate only
+            _loop(config, parts, run_dir, step, history, progress)
+            step = config.train.steps
+        if config.train.steps > 0:
+            _record(history, "after", _evaluations(config, parts, "after"))
+            _save(run_dir, config, parts, step, history)
     finally:
         parts.close()
-    plot_run(run_dir, run_dir / "learning_curves.png", pool=parts.feeder.pool)
+    if step:
+        plot_run(run_dir, run_dir / "learning_curves.png", pool=parts.feeder.pool)
     summary = {"mode": config.train.mode, "steps": step, "run_dir": str(run_dir), **history,
                "threads": torch.get_num_threads()}
+    if MODES[config.train.mode].adapt_env:
+        summary["pool"] = pool_funnel(parts.feeder.pool)
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
 
 
+def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, progress: bool) -> None:
+    """Training steps ``step + 1 .. train.steps``: metrics logged every step, evaluations and checkpoints as due."""
+    from rla_train.run_log import RunLog
+
+    with RunLog(run_dir, total_steps=config.train.steps, start_step=step, progress=progress,
+                tensorboard=config.output.tensorboard) as log:
+        while step < config.train.steps:
+            metrics = train_step(config, parts)
+            step += 1
+            if config.train.eval_every and step % config.train.eval_every == 0 and step < config.train.steps:
+                for name, result in _evaluations(config, parts, f"step {step}").items():
+                    metrics.update(_scalars(f"{name}_", result))
+            log.log(step, metrics)
+            if config.output.checkpoint_every and step % config.output.checkpoint_every == 0:
+                _save(run_dir, config, parts, step, history)
+
+
+def _record(history: dict, when: str, results: dict[str, dict[str, Any]]) -> None:
+    """Store one round of evaluations as ``when`` (held-out), ``probe_<when>`` and ``rm_probe_<when>``."""
+    for name, result in results.items():
+        history[when if name == "heldout" else f"{name}_{when}"] = result
+
+
+def _success_line(label: str, result: dict[str, Any]) -> str:
+    return (f"  {label:<42} {result['success_rate']:6.1%}  ({int(result['won'])}/{int(result['episodes'])}, "
+            f"95% CI {result['ci_low']:.1%}-{result['ci_high']:.1%}, mean steps {result['mean_steps']:.1f})")
+
+
 def format_summary(summary: dict[str, Any]) -> str:
-    """Held-out success at the start, after the warm start (before co-training) and at the end, as the run prints it."""
-    rows = [("initial", "initial model"), ("before", "before co-training" + (" (after the warm start)"
-                                                                             if "initial" in summary else "")),
-            ("after", "after co-training")]
+    """What the run prints at the end: held-out success, training success on the fixed probe, the reward model's
+    balanced accuracy on its labelled probe, the pool's rewrites, and the scalar rest as one JSON line."""
+    before_label = "before co-training" + (" (after the warm start)" if "initial" in summary else "")
     lines = ["held-out success:"]
-    for key, label in rows:
-        result = summary.get(key)
-        if result:
-            lines.append(f"  {label:<42} {result['success_rate']:6.1%}  ({int(result['won'])}/{int(result['episodes'])}, "
-                         f"95% CI {result['ci_low']:.1%}-{result['ci_high']:.1%}, mean steps {result['mean_steps']:.1f})")
-    lines.append(json.dumps({k: v for k, v in summary.items() if k not in ("initial", "before", "after")}))
+    for key, label in (("initial", "initial model"), ("before", before_label), ("after", "after co-training")):
+        if summary.get(key):
+            lines.append(_success_line(label, summary[key]))
+    if summary.get("probe_before"):
+        lines.append("training-game success on the fixed probe:")
+        for key, label in (("probe_before", before_label), ("probe_after", "after co-training")):
+            if summary.get(key):
+                lines.append(_success_line(label, summary[key]))
+    rm_rows = [(k, label) for k, label in (("rm_probe_initial", "untrained"), ("rm_probe_before", "before co-training"),
+                                           ("rm_probe_after", "after co-training")) if summary.get(k)]
+    if rm_rows:
+        lines.append("reward model on its labelled probe (balanced accuracy, AUC):")
+        for key, label in rm_rows:
+            result = summary[key]
+            ci = result.get("balanced_accuracy_ci")
+            interval = f", 95% CI {ci[0]:.3f}-{ci[1]:.3f}" if ci else ""
+            lines.append(f"  {label:<42} {_num(result.get('balanced_accuracy'))}{interval}, AUC "
+                         f"{_num(result.get('auc'))}  ({int(result.get('good', 0))} good / {int(result.get('bad', 0))} "
+                         "bad steps)")
+    if summary.get("pool"):
+        pool = summary["pool"]
+        lines.append(f"task pool: {pool.get('triggered', 0)} rewrites triggered, {pool.get('generated', 0)} candidates, "
+                     f"{pool.get('valid', 0)} valid, {pool.get('measured', 0)} measured, {pool.get('accepted', 0)} accepted")
+    scalars = {k: v for k, v in summary.items() if isinstance(v, (int, float, str)) or k == "warm_start"}
+    lines.append(json.dumps(scalars))
     return "\n".join(lines)
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"

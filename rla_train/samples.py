@@ -184,5 +184,6 @@ def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list
                     stats["judgments"] += 1
                     stats["zero_reward_judgments"] += float(value == 0)
                     samples.append(Sample(generation.prompt_ids, sample.token_ids, float(value), sample.logprobs,
-                                          {"group": group_index, "task_id": episode.task_id, "step": index}))
+                                          {"group": group_index, "task_id": episode.task_id, "step": index},
+                                          alternatives=getattr(sample, "alternatives", None)))
     return samples, stats

@@ -122,12 +122,18 @@ class RewardModelConfig(_Section):
     outcome_encoding: str = _f("pm1", "the outcome O in R_i = O + (λ/m)·Σ_j S_ij: pm1 (+1 won, -1 lost; the paper) or "
                                "01 (1 won, 0 lost; the ALFWorld release, where after z-scoring the judge weighs as "
                                "λ = 2 does with pm1)", choices=("pm1", "01"))
-    warm_start_steps: int = _f(0, "listwise steps teaching the reward model the step-label oracle's verdicts on "
-                               "expert and policy steps before co-training (0 = none)", ge=0)
-    warm_start_episodes: int = _f(0, "episodes (half the expert's, half the warm-started policy's) whose labelled "
-                                  "steps the reward-model warm start trains on", ge=0)
-    probe_episodes: int = _f(0, "episodes on held-out training games whose labelled steps form the fixed probe of "
-                             "the reward model's balanced accuracy and AUC (0 = no probe)", ge=0)
+    prompt_style: str = _f("full", "judge prompt: full (task, start of the game, earlier steps, the step, what "
+                           "followed, admissible actions) or compact (the goal, the place, what the agent saw before and "
+                           "after the step: for tiny choice judges)", choices=("full", "compact"))
+    warm_start_steps: int = _f(0, "steps of training the reward model to give the step-label oracle's verdicts "
+                               "(class-balanced cross-entropy of the two verdicts) before co-training (0 = none; needs "
+                               "verdict_mode=choice and a family with step labels)", ge=0)
+    warm_start_episodes: int = _f(0, "episodes on the training games whose labelled steps the reward-model warm start "
+                                  "trains on: half played by the searching expert, half by the warm-started policy", ge=0)
+    warm_start_learning_rate: float = _f(3e-3, "learning rate of the reward-model warm start", gt=0)
+    probe_episodes: int = _f(0, "episodes (expert, epsilon-expert and random) on valid_seen games whose labelled steps "
+                             "form a fixed probe of the reward model's balanced accuracy and AUC, judged at every "
+                             "evaluation (0 = no probe; needs a family with step labels)", ge=0)
     unit_tests_per_answer: int = _f(4, "code only: unit tests asked for in each answer", ge=1)
     unit_test_samples: int = _f(2, "code only: answers (each with tests) per problem", ge=1)
 
@@ -152,6 +158,8 @@ class PoolSettings(_Section):
     alpha_high: float = _f(0.8, "success rate at or above which a task is rewritten harder (α_high)", gt=0, lt=1)
     adapt_every: int = _f(64, "episodes between two rewrite rounds", ge=1)
     measure_rollouts: int = _f(8, "fresh validation rollouts each for parent and child of a rewrite", ge=1)
+    max_rewrites_per_round: int | None = _f(None, "most triggered tasks rewritten in one round (each costs up to "
+                                            "measure_rollouts x (1 + candidates) validation rollouts; null = all)", ge=1)
     rewriter: str = _f("mutator", "who rewrites: mutator (the family's LLM-free edits) or llm (a model given the "
                        "reward model's failure diagnoses)", choices=("mutator", "llm"))
     rewriter_model: str | None = _f(None, "the llm rewriter's model: a path or hub id, 'same-as-policy', or "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from tests.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA
 SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_level: 2}", "env.train_options={}",
          "env.eval_options={}", "env.max_steps=8", "env.num_envs=8", "env.workers=0", "rollout.group_size=4",
          "rollout.tasks_per_step=2", "train.steps=2", "train.warm_start_sft_steps=0", "train.eval_episodes=2",
-         "train.eval_every=0", "output.checkpoint_every=1", "output.keep_last=null", "pool.adapt_every=8",
+         "train.eval_every=0", "train.probe_episodes=2", "output.checkpoint_every=1", "output.keep_last=null", "pool.adapt_every=8",
          "pool.measure_rollouts=2", "reward_model.task_filter_low=0.0", "reward_model.task_filter_high=1.0",
          "policy.learning_rate=0.01", "reward_model.learning_rate=0.01", "policy.history_window=2",
          "policy.temperature=50", "reward_model.temperature=20",  # near-uniform choices at random init
@@ -97,3 +98,34 @@ def test_sigkill_mid_step_then_resume_matches_an_uninterrupted_run(alfworld_cach
         a, b = weights(straight / final / role), weights(killed / final / role)
         assert all(torch.equal(a[k], b[k]) for k in a), role
     assert json.loads((straight / final / "pool.json").read_text()) == json.loads((killed / final / "pool.json").read_text())
+
+
+WARM_START = ["env.options={task_types: [pick_and_place_simple]}", "env.train_options={split: train, n_per_type: 2}",
+              "env.eval_options={split: valid_unseen, n_per_type: 1}", "env.max_steps=10", "env.num_envs=2",
+              "env.workers=0", "train.mode=outcome_only", "reward_model.model=null", "train.steps=0",
+              "train.warm_start_demos=2", "train.warm_start_sft_steps=8", "train.warm_start_listwise_steps=8",
+              "train.eval_episodes=1", "train.probe_episodes=0"]
+
+
+@pytest.mark.skipif(not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs taskset and two cores to pin one run to")
+def test_the_warm_start_gives_the_same_weights_on_one_core_as_on_two(alfworld_cache, tmp_path):
+    """Bounded by steps, not seconds: a run pinned to one core, beside one that is not, starts from the same weights."""
+    common = [arg for pair in (("--set", s) for s in WARM_START) for arg in pair]
+    runs = {"pinned": tmp_path / "pinned", "free": tmp_path / "free"}
+    env = {**os.environ, "RLA_CACHE": str(alfworld_cache), "PYTHONHASHSEED": "0"}
+    env.pop("RLA_TORCH_THREADS", None)
+    subprocess.run([sys.executable, "-m", "rla_train.run", *common, "--set", f"output.dir={tmp_path / 'games'}"],
+                   env=env, check=True, capture_output=True, timeout=600)  # generate the games once, unloaded
+    processes = [subprocess.Popen(["taskset", "-c", "0"] * (name == "pinned") +
+                                  [sys.executable, "-m", "rla_train.run", *common, "--set", f"output.dir={path}"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for name, path in runs.items()]  # both at once: each slows the other down
+    for process in processes:
+        assert process.wait(timeout=600) == 0, process.stderr.read()
+    start = "checkpoints/step-000000/policy"
+    pinned, free = weights(runs["pinned"] / start), weights(runs["free"] / start)
+    assert all(torch.equal(pinned[k], free[k]) for k in pinned)
+    assert changed(weights(tmp_path / "games" / start), pinned) is False  # the same again, run alone
+    summary = json.loads((runs["pinned"] / "summary.json").read_text())
+    assert summary["warm_start"]["warm_start_listwise_steps"] == 8  # every step ran: none cut short by a clock
