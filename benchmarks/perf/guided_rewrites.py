@@ -1,8 +1,10 @@
 """Benchmark: ALFWorld rewrites guided by failure diagnoses against undirected ones, on the same triggered tasks.
 
-Real games, a real (weak) policy, the pool's acceptance rule; nothing simulated. Per task:
+Real games, a real (weak) policy, the pool's acceptance rule; nothing simulated. The 32 generated
+``valid_unseen`` pick-and-place tasks are played at two step budgets (:data:`LEGS`): 6 steps, where most
+tasks are too hard, and 20, where some are too easy. Per task and budget:
 
-1. **Trigger.** A weak, non-privileged :class:`SweepPolicy` plays ``rollouts`` episodes (the screen); our
+1. **Trigger.** A weak, non-privileged :class:`SweepPolicy` plays ``screen_rollouts`` episodes; our
    trigger (``acceptance.rewrite_direction`` on Beta(1 + successes, 1 + failures)) says ``easier``,
    ``harder`` or nothing. Only triggered tasks count.
 2. **Diagnose.** :class:`~rla_envs.curriculum.diagnosers.RuleDiagnoser` summarises the screen's failed runs.
@@ -23,6 +25,9 @@ has one: those receptacles first), visits the room's receptacles in a random ord
 takes the target when it is in view, then goes to a destination receptacle and puts it there; with
 probability ``epsilon`` it takes a random admissible action instead (if that left it holding something else,
 it puts that down first). It never reads where objects lie. ``max_steps`` bounds every episode.
+
+The guidance order of the easier search edits was set from :func:`edit_effects` on ``valid_seen`` tasks, so
+these ``valid_unseen`` tasks are held out from it.
 
 Run it alone with ``python -m benchmarks.perf.guided_rewrites [--quick]``.
 """
@@ -155,7 +160,11 @@ def _measure(env, task: Task, rollouts: int, seed: int, epsilon: float, *, offse
 
 @dataclass
 class ArmResult:
-    """One arm's rewrite of one task: the edit, its measurement and the decision."""
+    """One arm's rewrite of one task: the last child measured (the accepted one, if any) and the decision.
+
+    ``children_measured`` counts the children measured before the decision (one per strength tried), so
+    the arm spent ``rollouts * (1 + children_measured)`` validation rollouts on the task.
+    """
 
     mutation: str | None = None
     guided: bool = False
@@ -163,6 +172,8 @@ class ArmResult:
     accepted: bool = False
     reason: str = ""
     move: float = 0.0
+    children_measured: int = 0
+    strength: int | None = None
 
 
 @dataclass
@@ -178,9 +189,14 @@ class TaskComparison:
 
 
 def compare_guided_and_undirected(tasks: list[Task], *, max_steps: int, rollouts: int = 16, screen_rollouts: int = 24,
-                                  epsilon: float = EPSILON, seed: int = 0) -> list[TaskComparison]:
-    """Screen ``tasks`` (``screen_rollouts`` each), rewrite each triggered one both ways and measure both children
-    and the parent afresh (``rollouts`` each); one :class:`TaskComparison` per triggered task."""
+                                  strengths: tuple[int, ...] = (1,), epsilon: float = EPSILON,
+                                  seed: int = 0) -> list[TaskComparison]:
+    """Screen ``tasks`` (``screen_rollouts`` each), rewrite each triggered one both ways and measure the parent
+    and the children afresh (``rollouts`` each); one :class:`TaskComparison` per triggered task.
+
+    Each arm gets one proposal per strength (``MutatorRewriter(strengths=...)``) and, as ``adapt`` does,
+    measures them in order until one is accepted.
+    """
     from rla_envs.alfworld.env import AlfWorldEnv
     from rla_envs.alfworld.family import AlfWorldFamily
     from rla_envs.curriculum.acceptance import accept_rewrite, rewrite_direction
@@ -188,7 +204,7 @@ def compare_guided_and_undirected(tasks: list[Task], *, max_steps: int, rollouts
     from rla_envs.curriculum.rewriters import MutatorRewriter
 
     env = AlfWorldEnv(tasks=tasks, max_steps=max_steps)
-    rewriter, diagnoser, results = MutatorRewriter(AlfWorldFamily(), strengths=(1,)), RuleDiagnoser(), []
+    rewriter, diagnoser, results = MutatorRewriter(AlfWorldFamily(), strengths=strengths), RuleDiagnoser(), []
     try:
         for index, task in enumerate(tasks):
             screened, failures = _measure(env, task, screen_rollouts, seed, epsilon, offset=10_000)
@@ -201,18 +217,22 @@ def compare_guided_and_undirected(tasks: list[Task], *, max_steps: int, rollouts
             children: dict[str, int] = {}
             for arm in ARMS:
                 given = diagnoses if arm == "guided" else ()
-                proposal = rewriter.propose(task, direction, diagnoses=given, rng=np.random.default_rng([seed, index]))[0]
-                if not proposal.ok:
-                    comparison.arms[arm] = ArmResult(reason=f"no rewrite: {proposal.reason}")
-                    continue
-                child = proposal.task
-                if child.id not in children:
-                    children[child.id], _ = _measure(env, child, rollouts, seed, epsilon)
-                decision = accept_rewrite(direction, parent, rollouts, children[child.id], rollouts)
-                comparison.arms[arm] = ArmResult(
-                    mutation=str(child.meta.get("mutation")), guided=bool(child.meta.get("guided_by")),
-                    child_successes=children[child.id], accepted=decision.accepted, reason=decision.reason,
-                    move=float(decision.evidence["move"]))
+                proposals = rewriter.propose(task, direction, diagnoses=given, rng=np.random.default_rng([seed, index]))
+                result = ArmResult(reason=f"no rewrite: {proposals[-1].reason}")
+                for proposal in (p for p in proposals if p.ok):
+                    child = proposal.task
+                    if child.id not in children:  # the same child in both arms: one measurement
+                        children[child.id], _ = _measure(env, child, rollouts, seed, epsilon)
+                    decision = accept_rewrite(direction, parent, rollouts, children[child.id], rollouts)
+                    result = ArmResult(
+                        mutation="+".join(child.meta["stacked_mutations"]),
+                        guided=any(child.meta.get("stacked_guided", ())),
+                        child_successes=children[child.id], accepted=decision.accepted, reason=decision.reason,
+                        move=float(decision.evidence["move"]), children_measured=result.children_measured + 1,
+                        strength=proposal.strength)
+                    if decision.accepted:
+                        break
+                comparison.arms[arm] = result
             results.append(comparison)
     finally:
         env.close()
@@ -267,7 +287,7 @@ def summarize(comparisons: list[TaskComparison]) -> dict:
         results = [c.arms[arm] for c in comparisons]
         accepted = sum(r.accepted for r in results)
         made = [r for r in results if r.child_successes is not None]
-        rollouts = sum(c.rollouts * (1 + (c.arms[arm].child_successes is not None)) for c in comparisons)
+        rollouts = sum(c.rollouts * (1 + c.arms[arm].children_measured) for c in comparisons)
         moves[arm] = np.array([r.move if r.child_successes is not None else 0.0 for r in results])
         summary[arm] = {
             "accepted": accepted, "accept_rate": accepted / len(results) if results else 0.0,
@@ -309,7 +329,7 @@ def _arm_line(summary: dict, arm: str) -> str:
 
 
 def run(quick: bool = False) -> list[Metric]:
-    """Guided against undirected rewrites on the generated tasks, both budgets (fewer tasks and rollouts if ``quick``)."""
+    """Guided against undirected rewrites on the generated tasks at both budgets (quick: 8 tasks, fewer rollouts)."""
     started = time.perf_counter()
     tasks = _tasks(quick)
     rollouts, screen = (8, 16) if quick else (16, 24)

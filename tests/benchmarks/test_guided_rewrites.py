@@ -50,22 +50,25 @@ def test_a_comparison_triggers_diagnoses_and_rewrites_both_ways(simple):
     from rla_envs.alfworld.guidance import guided_edits
 
     # one step can win nothing: the task triggers "easier", every failed run is diagnosed, no child wins either
-    [comparison] = compare_guided_and_undirected([simple], max_steps=1, rollouts=4, screen_rollouts=16)
+    [comparison] = compare_guided_and_undirected([simple], max_steps=1, rollouts=4, screen_rollouts=16,
+                                                 strengths=(1, 2))
     assert comparison.direction == "easier" and comparison.parent_successes == 0 and comparison.diagnoses
     guided, undirected = comparison.arms["guided"], comparison.arms["undirected"]
-    assert guided.guided and guided.mutation in guided_edits(comparison.diagnoses, "easier")
+    first, second = guided.mutation.split("+")  # the strength-2 child, the last one measured
+    assert guided.guided and {first, second} <= set(guided_edits(comparison.diagnoses, "easier"))
     assert not undirected.guided and undirected.mutation is not None
     for arm in (guided, undirected):
         assert arm.child_successes == 0 and not arm.accepted and arm.reason == "child_never_succeeds"
+        assert arm.children_measured == 2 and arm.strength == 2  # nothing accepted: every strength was tried
 
 
 def test_summary_counts_moves_per_rollout_and_the_paired_difference():
     def task(guided: ArmResult, undirected: ArmResult) -> TaskComparison:
         return TaskComparison("t", "easier", [], 2, 16, {"guided": guided, "undirected": undirected})
 
-    comparisons = [task(ArmResult("hint_in_goal", True, 10, True, "accepted", 0.5),
-                        ArmResult("remove_distractors", False, 2, False, "move_below_margin", 0.0)),
-                   task(ArmResult("more_target_copies", True, 4, False, "move_not_significant", 0.1),
+    comparisons = [task(ArmResult("hint_in_goal", True, 10, True, "accepted", 0.5, 1),
+                        ArmResult("remove_distractors", False, 2, False, "move_below_margin", 0.0, 1)),
+                   task(ArmResult("more_target_copies", True, 4, False, "move_not_significant", 0.1, 1),
                         ArmResult(reason="no rewrite: none applies"))]
     summary = summarize(comparisons)
     guided, undirected = summary["guided"], summary["undirected"]
