@@ -173,7 +173,7 @@ def cochran_armitage(successes: Sequence[int], episodes: Sequence[int]) -> Trend
         z = 0.0
     else:
         z = float(np.sum(scores * (x - n * p_bar)) / math.sqrt(variance))
-    return TrendResult(z=z, p_value=min(1.0, 2.0 * (1.0 - normal_cdf(abs(z)))),
+    return TrendResult(z=z, p_value=min(1.0, math.erfc(abs(z) / math.sqrt(2.0))),   # = 2(1 − Φ(|z|)), no underflow
                        successes=tuple(int(v) for v in x), episodes=tuple(int(v) for v in n))
 
 
