@@ -143,3 +143,38 @@ def test_cli_quick_runs_the_real_stack(tmp_path):
     assert (tmp_path / "real" / "table-curves.png").is_file()
     # resumable: a second run reads every summary instead of training again
     assert main(["--quick", "--synthetic-seeds", "1", "--out", str(tmp_path)]) == 0
+
+
+def test_real_runner_starts_every_arm_from_the_seeds_one_warm_start_on_the_same_episode_lists(tmp_path, monkeypatch):
+    # No training: _run is replaced by a recorder that writes the checkpoints train() would leave.
+    import benchmarks.ablation.real as real
+
+    calls = []
+
+    def fake_run(overrides, run_dir, log, label):
+        calls.append((run_dir.relative_to(tmp_path).as_posix(), list(overrides)))
+        step = 0 if run_dir.name in ("warm-start", "ood") else 2
+        checkpoint = run_dir / "checkpoints" / f"step-{step:06d}"
+        (checkpoint / "policy").mkdir(parents=True)
+        (checkpoint / "reward_model").mkdir()
+        (checkpoint / "meta.json").write_text("{}")
+        outcomes = [1, 0, 1, 0]
+        return {"before": {"outcomes": outcomes, "success_rate": 0.5}, "after": {"outcomes": outcomes},
+                "rm_probe_after": {"balanced_accuracy": 0.6}}
+
+    monkeypatch.setattr(real, "_run", fake_run)
+    results = real.run_real(get_arms(["outcome_only", "oracle@0.8"]), [3], real.RealSetup(steps=2, episodes=4),
+                            tmp_path, log=lambda message: None)
+    by_dir = dict(calls)
+    assert list(by_dir) == ["seed-3/warm-start", "seed-3/arm-outcome_only", "seed-3/arm-outcome_only/ood",
+                            "seed-3/arm-oracle@0.8", "seed-3/arm-oracle@0.8/ood"]
+    warm = tmp_path / "seed-3" / "warm-start" / "checkpoints" / "step-000000"
+    for arm in ("outcome_only", "oracle@0.8"):
+        train, ood = by_dir[f"seed-3/arm-{arm}"], by_dir[f"seed-3/arm-{arm}/ood"]
+        assert f"policy.model={warm / 'policy'}" in train and "train.warm_start_sft_steps=0" in train
+        assert "train.seed=3" in train and "env.eval_options.split=valid_seen" in train
+        assert "env.eval_options.split=valid_unseen" in ood and "train.steps=0" in ood
+        assert any(o.startswith("policy.model=") and f"arm-{arm}/checkpoints" in o for o in ood)
+    assert "reward_model.oracle_accuracy=0.8" in by_dir["seed-3/arm-oracle@0.8"]
+    assert [r["splits"]["ood"] for r in results] == [[1, 0, 1, 0]] * 2
+    assert results[1]["rm_balanced_accuracy"] == 0.6
