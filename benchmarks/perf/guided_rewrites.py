@@ -8,17 +8,18 @@ tasks are too hard, and 20, where some are too easy. Per task and budget:
    trigger (``acceptance.rewrite_direction`` on Beta(1 + successes, 1 + failures)) says ``easier``,
    ``harder`` or nothing. Only triggered tasks count.
 2. **Diagnose.** :class:`~rla_envs.curriculum.diagnosers.RuleDiagnoser` summarises the screen's failed runs.
-3. **Rewrite, both arms from the same rng seed.** *Guided*: ``MutatorRewriter(strengths=(1,))`` given the
-   diagnoses (``AlfWorldFamily.mutate`` tries the edits they ask for first). *Undirected*: the same call
-   without diagnoses (the edit drawn by the rng, as before guidance existed).
-4. **Measure fresh**, as the pool does: the parent once more and each child, ``rollouts`` episodes each,
-   with the same episode seeds (common random numbers; two arms that made the same child share its
-   measurement), and ``acceptance.accept_rewrite`` decides.
+3. **Rewrite, both arms from the same rng seed.** *Guided*: ``MutatorRewriter(strengths=(1, 2, 3))`` given
+   the diagnoses (``AlfWorldFamily.mutate`` tries the edits they ask for first). *Undirected*: the same
+   call without diagnoses (the edits drawn by the rng, as before guidance existed).
+4. **Measure fresh**, as the pool does: the parent once more and the children in strength order until one
+   is accepted, ``rollouts`` episodes each, with the same episode seeds (common random numbers; two arms
+   that made the same child share its measurement); ``acceptance.accept_rewrite`` decides.
 
 Reported per arm: **acceptance rate** (accepted / triggered tasks, Wilson 95 % interval), **move per
 validation rollout** (the success-rate move in the intended direction of accepted children, summed, over
-every validation rollout spent: parent + child), and the **mean move** of the child over all triggered
-tasks (no child = 0) with the paired guided - undirected difference and its 95 % t-interval.
+every validation rollout spent: parent + each child measured), and the **mean move** of the last child
+measured (the accepted one, else the strongest tried) over all triggered tasks (no child = 0) with the
+paired guided - undirected difference and its 95 % t-interval.
 
 The policy (:class:`SweepPolicy`): reads the goal (the object and destination types, and a hint if the goal
 has one: those receptacles first), visits the room's receptacles in a random order, opens closed ones,
@@ -52,6 +53,8 @@ SPLIT, N_PER_TYPE, TASK_TYPE = "valid_unseen", 32, "pick_and_place_simple"
 #: (step budget, what it is for): a tight budget makes most tasks too hard (easier rewrites), a loose one too easy.
 LEGS = ((6, "tight"), (20, "loose"))
 EPSILON = 0.1
+#: Stack heights each arm proposes, measured in order until one is accepted (MutatorRewriter's and adapt's default).
+STRENGTHS = (1, 2, 3)
 ARMS = ("guided", "undirected")
 
 _TAKE = re.compile(r"^take (\S+) \d+ from (.+)$")
@@ -335,7 +338,8 @@ def run(quick: bool = False) -> list[Metric]:
     rollouts, screen = (8, 16) if quick else (16, 24)
     comparisons, legs = [], []
     for max_steps, label in LEGS:
-        found = compare_guided_and_undirected(tasks, max_steps=max_steps, rollouts=rollouts, screen_rollouts=screen)
+        found = compare_guided_and_undirected(tasks, max_steps=max_steps, rollouts=rollouts, screen_rollouts=screen,
+                                              strengths=STRENGTHS)
         comparisons += found
         leg = summarize(found)
         legs.append(f"{label} budget ({max_steps} steps): {leg['triggered']} triggered {leg['directions']}, accepted "
@@ -345,7 +349,7 @@ def run(quick: bool = False) -> list[Metric]:
     guided, undirected = summary["guided"], summary["undirected"]
     setting = (f"{len(tasks)} {SPLIT} {TASK_TYPE} tasks x {len(LEGS)} step budgets, {summary['triggered']} triggered "
                f"{summary['directions']}; sweep policy eps {EPSILON}; {screen} screen + {rollouts} parent + {rollouts} "
-               f"child rollouts per task")
+               f"rollouts per child, strengths {STRENGTHS} tried in order until accepted")
     diff, half = summary["mean_move_difference"]
     metrics = [
         Metric("guided_rewrite_accept_rate", guided["accept_rate"], undirected["accept_rate"], "accept rate",
@@ -358,12 +362,13 @@ def run(quick: bool = False) -> list[Metric]:
                     f"{undirected['mutations']}; outcomes guided {guided['reasons']}, undirected "
                     f"{undirected['reasons']}"),
         Metric("guided_rewrite_move_per_rollout", guided["move_per_rollout"], undirected["move_per_rollout"],
-               "rate/rollout", note=f"accepted children's success-rate move (intended way), summed, per validation "
-                                    f"rollout (parent + child): guided {guided['validation_rollouts']}, undirected "
-                                    f"{undirected['validation_rollouts']} rollouts"),
+               "rate/rollout",
+               note=f"accepted children's success-rate move (intended way), summed, per validation rollout (parent + "
+                    f"each child measured): guided {guided['validation_rollouts']}, undirected "
+                    f"{undirected['validation_rollouts']} rollouts"),
         Metric("guided_rewrite_mean_move", guided["mean_move"], undirected["mean_move"], "success rate",
-               note=f"mean move of the child (intended way) over the {summary['triggered']} triggered tasks, no child "
-                    f"= 0; paired guided - undirected {diff:+.3f} +/- {half:.3f} (95% t)"),
+               note=f"mean move (intended way) of the last child measured over the {summary['triggered']} triggered "
+                    f"tasks, no child = 0; paired guided - undirected {diff:+.3f} +/- {half:.3f} (95% t)"),
     ]
     print(f"guided rewrites benchmark: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return metrics
