@@ -141,17 +141,6 @@ class TrainConfig:
         if mode.reward_model and rm.verdict_mode == "choice" and rm.backend != "transformers":
             raise ConfigError(f"reward_model.verdict_mode=choice scores the two verdicts with the transformers backend, "
                               f"got reward_model.backend={rm.backend}; use verdict_mode=text with that backend")
-        if rm.warm_start_steps and mode.reward_model and rm.kind == "model":
-            if rm.verdict_mode != "choice" or family != "alfworld":
-                raise ConfigError(f"reward_model.warm_start_steps={rm.warm_start_steps} trains a choice judge on ALFWorld "
-                                  f"step labels; it needs reward_model.verdict_mode=choice and env.id=rla/AlfWorld-v0 "
-                                  f"(got {rm.verdict_mode}, {self.env.id}); set reward_model.warm_start_steps=0")
-            if not rm.warm_start_episodes:
-                raise ConfigError("reward_model.warm_start_steps needs reward_model.warm_start_episodes >= 1 (the "
-                                  "episodes whose labelled steps it trains on)")
-        if rm.probe_episodes and mode.reward_model and family != "alfworld":
-            raise ConfigError(f"reward_model.probe_episodes labels steps with the ALFWorld planner; {self.env.id} has "
-                              "no such probe yet: set reward_model.probe_episodes=0")
         if mode.train_reward_model and rm.kind == "model" and rm.judgments_per_step < 2:
             raise ConfigError(f"train.mode={name} trains the reward model on the z-scores of each step's judgments, "
                               f"which need reward_model.judgments_per_step >= 2 (got {rm.judgments_per_step}: a single "
@@ -163,6 +152,17 @@ class TrainConfig:
             if pool.rewriter_model == "same-as-reward-model" and (rm.model is None or rm.kind == "noisy_oracle"):
                 raise ConfigError("pool.rewriter_model=same-as-reward-model but the reward model has no weights "
                                   "(reward_model.model is null or kind is noisy_oracle); name a rewriter model")
+        if rm.warm_start_steps and mode.reward_model and rm.kind == "model":
+            if rm.verdict_mode != "choice" or family != "alfworld":
+                raise ConfigError(f"reward_model.warm_start_steps={rm.warm_start_steps} trains a choice judge on ALFWorld "
+                                  f"step labels; it needs reward_model.verdict_mode=choice and env.id=rla/AlfWorld-v0 "
+                                  f"(got {rm.verdict_mode}, {self.env.id}); set reward_model.warm_start_steps=0")
+            if not rm.warm_start_episodes:
+                raise ConfigError("reward_model.warm_start_steps needs reward_model.warm_start_episodes >= 1 (the "
+                                  "episodes whose labelled steps it trains on)")
+        if rm.probe_episodes and mode.reward_model and family != "alfworld":
+            raise ConfigError(f"reward_model.probe_episodes labels steps with the ALFWorld planner; {self.env.id} has "
+                              "no such probe yet: set reward_model.probe_episodes=0")
 
     def check_hardware(self) -> None:
         """Checks of this machine: vLLM importable with a CUDA GPU when a backend is vllm; named files exist."""

@@ -122,16 +122,16 @@ class RewardModelConfig(_Section):
     outcome_encoding: str = _f("pm1", "the outcome O in R_i = O + (λ/m)·Σ_j S_ij: pm1 (+1 won, -1 lost; the paper) or "
                                "01 (1 won, 0 lost; the ALFWorld release, where after z-scoring the judge weighs as "
                                "λ = 2 does with pm1)", choices=("pm1", "01"))
-    prompt_style: str = _f("full", "judge prompt: full (task, start of the game, earlier steps, the step, what "
+    prompt_style: str = _f("compact", "judge prompt: full (task, start of the game, earlier steps, the step, what "
                            "followed, admissible actions) or compact (the goal, the place, what the agent saw before and "
                            "after the step: for tiny choice judges)", choices=("full", "compact"))
-    warm_start_steps: int = _f(0, "steps of training the reward model to give the step-label oracle's verdicts "
+    warm_start_steps: int = _f(300, "steps of training the reward model to give the step-label oracle's verdicts "
                                "(class-balanced cross-entropy of the two verdicts) before co-training (0 = none; needs "
                                "verdict_mode=choice and a family with step labels)", ge=0)
-    warm_start_episodes: int = _f(0, "episodes on the training games whose labelled steps the reward-model warm start "
+    warm_start_episodes: int = _f(144, "episodes on the training games whose labelled steps the reward-model warm start "
                                   "trains on: half played by the searching expert, half by the warm-started policy", ge=0)
-    warm_start_learning_rate: float = _f(3e-3, "learning rate of the reward-model warm start", gt=0)
-    probe_episodes: int = _f(0, "episodes (expert, epsilon-expert and random) on valid_seen games whose labelled steps "
+    warm_start_learning_rate: float = _f(1e-3, "learning rate of the reward-model warm start", gt=0)
+    probe_episodes: int = _f(72, "episodes (expert, epsilon-expert and random) on valid_seen games whose labelled steps "
                              "form a fixed probe of the reward model's balanced accuracy and AUC, judged at every "
                              "evaluation (0 = no probe; needs a family with step labels)", ge=0)
     unit_tests_per_answer: int = _f(4, "code only: unit tests asked for in each answer", ge=1)
@@ -150,15 +150,16 @@ class PoolSettings(_Section):
     """The adaptive task pool: when tasks count as too hard / too easy, and who rewrites them."""
 
     section: ClassVar[str] = "pool"
-    strategy: str = _f("learnability", "task sampling: learnability (p near 0.5 first), uniform, or rlanything "
+    strategy: str = _f("uniform", "task sampling: uniform (as the paper), learnability (p near 0.5 first: the project's "
+                       "own option), or rlanything "
                        "(the released rule)", choices=("learnability", "uniform", "rlanything"))
     rewrite_rule: str | None = _f(None, "when to rewrite (null = 'rlanything' for strategy rlanything, else 'ours')",
                                   choices=("ours", "rlanything", "none"))
     alpha_low: float = _f(0.2, "success rate at or below which a task is rewritten easier (α_low)", gt=0, lt=1)
     alpha_high: float = _f(0.8, "success rate at or above which a task is rewritten harder (α_high)", gt=0, lt=1)
-    adapt_every: int = _f(64, "episodes between two rewrite rounds", ge=1)
+    adapt_every: int = _f(48, "episodes between two rewrite rounds", ge=1)
     measure_rollouts: int = _f(8, "fresh validation rollouts each for parent and child of a rewrite", ge=1)
-    max_rewrites_per_round: int | None = _f(None, "most triggered tasks rewritten in one round (each costs up to "
+    max_rewrites_per_round: int | None = _f(1, "most triggered tasks rewritten in one round (each costs up to "
                                             "measure_rollouts x (1 + candidates) validation rollouts; null = all)", ge=1)
     rewriter: str = _f("mutator", "who rewrites: mutator (the family's LLM-free edits) or llm (a model given the "
                        "reward model's failure diagnoses)", choices=("mutator", "llm"))
@@ -166,7 +167,10 @@ class PoolSettings(_Section):
                                           "'same-as-reward-model'")
     rewriter_backend: str = _f("transformers", "the llm rewriter's backend", choices=BACKENDS)
     rewriter_base_url: str | None = _f(None, "server URL for rewriter_backend=openai")
-    options: dict[str, Any] = _f({}, "other rla_envs.curriculum.PoolConfig fields (decay, confidence, margin, ...)")
+    options: dict[str, Any] = _f({"zero_variance_repeats": 1}, "other rla_envs.curriculum.PoolConfig fields (decay, "
+                                  "confidence, margin, zero_variance_repeats, ...); the default lets one all-fail "
+                                  "(all-pass) group trigger an easier (harder) rewrite, since with 128 tasks a task is "
+                                  "rarely drawn twice in a short run")
 
     def check(self) -> None:
         if not self.alpha_low < self.alpha_high:

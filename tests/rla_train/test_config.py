@@ -49,7 +49,8 @@ def test_vllm_without_gpu_fails_at_start_with_the_cpu_fix():
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    frozen_vllm_judge = ["train.mode=policy", "reward_model.backend=vllm", "reward_model.verdict_mode=text"]
+    frozen_vllm_judge = ["train.mode=policy", "reward_model.backend=vllm", "reward_model.verdict_mode=text",
+                         "reward_model.warm_start_steps=0"]
     with pytest.raises(ConfigError, match="reward_model.backend=transformers"):
         load_config(None, frozen_vllm_judge)
 
@@ -148,8 +149,10 @@ def test_modes_table_and_mode_specific_rules():
     # no reward model is fine for the GRPO baseline; a frozen RM may be served over HTTP
     assert load_config(None, ["train.mode=outcome_only", "reward_model.model=null"]).mode.reward_model is False
     frozen = load_config(None, ["train.mode=policy", "reward_model.backend=openai", "reward_model.verdict_mode=text",
-                                "reward_model.base_url=http://localhost:8000/v1"])
+                                "reward_model.base_url=http://localhost:8000/v1", "reward_model.warm_start_steps=0"])
     assert frozen.mode == MODES["policy"]
+    with pytest.raises(ConfigError, match="warm_start_steps=300 trains a choice judge.*set reward_model.warm_start_steps=0"):
+        load_config(None, ["reward_model.verdict_mode=text"])
     with pytest.raises(ConfigError, match="verdict_mode=choice scores the two verdicts"):
         load_config(None, ["train.mode=policy", "reward_model.backend=openai",
                            "reward_model.base_url=http://localhost:8000/v1"])

@@ -25,7 +25,8 @@ from tests.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA
 SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_level: 2}", "env.train_options={}",
          "env.eval_options={}", "env.max_steps=8", "env.num_envs=8", "env.workers=0", "rollout.group_size=4",
          "rollout.tasks_per_step=2", "train.steps=2", "train.warm_start_sft_steps=0", "train.eval_episodes=2",
-         "train.eval_every=0", "train.probe_episodes=2", "output.checkpoint_every=1", "output.keep_last=null", "pool.adapt_every=8",
+         "train.eval_every=0", "train.probe_episodes=2", "reward_model.warm_start_steps=0",
+         "reward_model.probe_episodes=0", "output.checkpoint_every=1", "output.keep_last=null", "pool.adapt_every=8",
          "pool.measure_rollouts=2", "reward_model.task_filter_low=0.0", "reward_model.task_filter_high=1.0",
          "policy.learning_rate=0.01", "reward_model.learning_rate=0.01", "policy.history_window=2",
          "policy.temperature=50", "reward_model.temperature=20",  # near-uniform choices at random init
