@@ -11,6 +11,11 @@ OUT gets ``synthetic/table.{md,json}`` + ``synthetic/table-curves.png`` and ``re
 ``real/table-curves.png`` (with ``real/seed-S/...`` run directories: rerunning the command resumes per seed and
 arm). Arms: ``outcome_only < policy < policy+reward < policy+reward+env`` (Table 1's order), ``reward_only``, and
 ``oracle@0.5`` / ``oracle@0.8`` (mode ``policy`` with a noisy step-label oracle of accuracy a as the judge).
+
+Sizes: the default real run pools 3 seeds x 128 held-out episodes = 384 episodes per arm and split, which detects
+a 10-point difference at a baseline of ~35% (two-sided alpha 0.05, power 0.8; pairing lowers it further); each
+table prints the minimum detectable difference it actually achieves. ``--quick`` (16 episodes) checks the
+machinery only: it resolves nothing smaller than ~40 points.
 """
 
 from __future__ import annotations
@@ -29,8 +34,7 @@ __all__ = ["build_parser", "main", "run_synthetic_phase", "run_real_phase"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m benchmarks.ablation``."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.ablation", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ablation", description=__doc__.split("\n\n")[0])
     parser.add_argument("--arms", nargs="+", default=None, choices=list(ARMS), metavar="ARM",
                         help=f"arms to train (default: all; --quick: {' '.join(QUICK_ARMS)} on the real stack). "
                              f"Known: {', '.join(ARMS)}")
@@ -45,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                           "--quick 8)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="extra config override for every real-stack run (repeatable)")
-    parser.add_argument("--out", type=Path, default=Path("runs/ablation"), help="output directory")
+    parser.add_argument("--out", type=Path, default=Path("runs/ablation"), help="output directory (default runs/ablation)")
     parser.add_argument("--quick", action="store_true", help="a shrunken run (minutes) that checks the machinery")
     parser.add_argument("--synthetic-only", action="store_true", help="skip the real stack")
     return parser

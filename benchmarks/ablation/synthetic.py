@@ -120,9 +120,11 @@ class SyntheticFamily:
                 (direction == "harder" and len(skills) == self.max_steps):
             offset, name = offset + 0.5 * sign, f"offset{'+' if sign > 0 else '-'}0.5"
         elif direction == "harder":
-            skills.insert(int(rng.integers(len(skills) + 1)), int(rng.integers(self.skills))); name = "add_step"
+            skills.insert(int(rng.integers(len(skills) + 1)), int(rng.integers(self.skills)))
+            name = "add_step"
         else:
-            skills.pop(int(rng.integers(len(skills)))); name = "drop_step"
+            skills.pop(int(rng.integers(len(skills))))
+            name = "drop_step"
         child = make_task(skills, offset, parent=task, origin="mutated", meta={"mutation": name})
         self.validate(child)
         return child
