@@ -38,8 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--arms", nargs="+", default=None, choices=list(ARMS), metavar="ARM",
                         help=f"arms to train (default: all; --quick: {' '.join(QUICK_ARMS)} on the real stack). "
                              f"Known: {', '.join(ARMS)}")
-    parser.add_argument("--seeds", type=int, default=None, help="real-stack seeds, each with its own shared warm start "
-                                                                "(default 3; --quick 1)")
+    parser.add_argument("--seeds", type=int, default=None, help="real-stack seeds 0..N-1, each with its own shared warm "
+                                                                "start (default 3; --quick 1)")
+    parser.add_argument("--seed-list", type=int, nargs="+", default=None, metavar="SEED",
+                        help="run these real-stack seeds instead of 0..N-1 (e.g. one process per seed on a machine with "
+                             "cores to spare; a later run with --seeds N then reads every finished run and writes the "
+                             "table of all)")
     parser.add_argument("--steps", type=int, default=None, help="real-stack co-training steps per arm (default 12; "
                                                                 "--quick 2)")
     parser.add_argument("--episodes", type=int, default=None, help="real-stack held-out episodes per split, seed and "
@@ -52,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=Path("runs/ablation"), help="output directory (default runs/ablation)")
     parser.add_argument("--quick", action="store_true", help="a shrunken run (minutes) that checks the machinery")
     parser.add_argument("--synthetic-only", action="store_true", help="skip the real stack")
+    parser.add_argument("--real-only", action="store_true", help="skip the synthetic family")
     return parser
 
 
@@ -107,7 +112,7 @@ def run_real_phase(args: argparse.Namespace, facts: dict) -> str:
     from benchmarks.ablation.report import write_report
 
     arms = get_arms(args.arms or (QUICK_ARMS if args.quick else DEFAULT_ARMS))
-    seeds = range(args.seeds if args.seeds is not None else 1 if args.quick else 3)
+    seeds = args.seed_list or range(args.seeds if args.seeds is not None else 1 if args.quick else 3)
     setup = RealSetup(steps=args.steps if args.steps is not None else 2 if args.quick else 12,
                       episodes=args.episodes if args.episodes is not None else 16 if args.quick else 128,
                       games_per_split=args.games if args.games is not None else 8 if args.quick else 32,
@@ -134,7 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     facts = machine_facts(list(sys.argv[1:] if argv is None else argv))
     started = time.perf_counter()
-    print(run_synthetic_phase(args, facts))
+    if args.synthetic_only and args.real_only:
+        build_parser().error("--synthetic-only and --real-only leave nothing to run; pass at most one")
+    if not args.real_only:
+        print(run_synthetic_phase(args, facts))
     if not args.synthetic_only:
         print(run_real_phase(args, facts))
     _log(f"done in {time.perf_counter() - started:.0f} s")
