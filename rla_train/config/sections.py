@@ -216,11 +216,11 @@ class RunConfig(_Section):
                    "see rla_train.config.MODES)", choices=tuple(MODES))
     steps: int = _f(12, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
     seed: int = _f(0, "seed of everything: rollouts, sampling, the pool, model initialisation")
-    warm_start_sft_steps: int = _f(1300, "supervised steps on the env expert's demonstrations before RL (0 = none)",
+    warm_start_sft_steps: int = _f(600, "supervised steps on the env expert's demonstrations before RL (0 = none)",
                                    ge=0)
     warm_start_demos: int = _f(480, "demonstrations played by the env's (searching) expert for the warm start", ge=0)
     warm_start_learning_rate: float = _f(3e-3, "learning rate of the warm-start SFT (constant schedule)", gt=0)
-    warm_start_listwise_steps: int = _f(1200, "choice policies (policy.action_mode=choice): after the SFT, this many "
+    warm_start_listwise_steps: int = _f(700, "choice policies (policy.action_mode=choice): after the SFT, this many "
                                         "steps of listwise training on the same demonstrations (the cross-entropy of "
                                         "the expert's command among the admissible ones, scored as the policy acts; "
                                         "rla_train.warmstart.choice_sft) at warm_start_learning_rate (0 = none). "
