@@ -270,27 +270,35 @@ class _Panel:
     secondary: Sequence[str] = ()
     ylim: tuple[float, float] | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    ylabel: str = ""
 
     def names(self) -> tuple[str, ...]:
         return (*self.lines, *self.points, *self.secondary)
 
 
 PANELS = (
-    _Panel("Success rate", ["success_rate"], points=["heldout_success_rate"], ylim=(-0.02, 1.02),
-           labels={"success_rate": "training", "heldout_success_rate": "held-out"}),
+    _Panel("Success rate", ["success_rate"], points=["heldout_success_rate", "probe_success_rate"],
+           ylim=(-0.02, 1.02), labels={"success_rate": "drawn training tasks", "heldout_success_rate": "held-out",
+                                       "probe_success_rate": "fixed training-game probe"}, ylabel="success rate"),
     _Panel("Rewards", ["integrated_reward_mean", "outcome_reward_mean"],
-           labels={"integrated_reward_mean": "integrated (outcome + judgments)", "outcome_reward_mean": "outcome"}),
-    _Panel("Losses", ["policy_loss", "rm_loss", "reward_model_loss"],
-           labels={"policy_loss": "policy", "rm_loss": "reward model", "reward_model_loss": "reward model"}),
+           labels={"integrated_reward_mean": "integrated (outcome + judgments)", "outcome_reward_mean": "outcome"},
+           ylabel="mean step reward"),
+    # GRPO's loss at ratio 1 is -mean(advantage), 0 for z-scored advantages: the gradient norm shows the update
+    _Panel("Updates (gradient norm before clipping)", ["policy_grad_norm", "rm_grad_norm"],
+           labels={"policy_grad_norm": "policy", "rm_grad_norm": "reward model"}, ylabel="gradient norm"),
     _Panel("Reward-model accuracy", ["rm_process_accuracy", "process_accuracy", "rm_outcome_accuracy",
-                                     "outcome_accuracy"], ylim=(-0.02, 1.02),
+                                     "outcome_accuracy"], points=["rm_probe_balanced_accuracy"], ylim=(-0.02, 1.02),
            labels={"rm_process_accuracy": "process (steps)", "process_accuracy": "process (steps)",
-                   "rm_outcome_accuracy": "outcome", "outcome_accuracy": "outcome"}),
-    _Panel("Zero-variance fraction", ["zero_variance_fraction", "pool_zero_variance_fraction"], ylim=(-0.02, 1.02),
-           labels={"zero_variance_fraction": "this step's groups", "pool_zero_variance_fraction": "pool, cumulative"}),
-    _Panel("Throughput", ["episodes_per_second", "episodes_per_s"], secondary=["steps_per_second", "steps_per_s"],
-           labels={"episodes_per_second": "episodes/s", "episodes_per_s": "episodes/s",
-                   "steps_per_second": "steps/s", "steps_per_s": "steps/s"}),
+                   "rm_outcome_accuracy": "outcome (episode mean vote)", "outcome_accuracy": "outcome",
+                   "rm_probe_balanced_accuracy": "balanced, labelled probe"}, ylabel="accuracy"),
+    _Panel("The judge's effect on the policy", ["policy_advantage_changed_fraction", "judge_good_vote_fraction",
+                                                 "zero_variance_fraction"], ylim=(-0.02, 1.02),
+           labels={"policy_advantage_changed_fraction": "advantages changed by the judge",
+                   "judge_good_vote_fraction": "votes 'good'", "zero_variance_fraction": "all-equal groups"},
+           ylabel="fraction"),
+    _Panel("Task pool rewrites", ["pool_accepted_total"], points=["pool_triggered", "pool_measured"],
+           labels={"pool_accepted_total": "accepted (total)", "pool_triggered": "triggered this step",
+                   "pool_measured": "candidates measured this step"}, ylabel="rewrites"),
 )
 
 
@@ -298,6 +306,9 @@ def _series(records: Sequence[Mapping[str, Any]], name: str) -> tuple[list[int],
     """``(steps, values)`` of one metric, skipping records where it is absent or None."""
     pairs = [(r["step"], r[name]) for r in records if isinstance(r.get(name), (int, float))]
     return [p[0] for p in pairs], [float(p[1]) for p in pairs]
+
+
+_POINT_COLOURS = ("#e67e22", "#8e44ad", "#16a085")
 
 
 def _draw_panel(ax, panel: _Panel, records: Sequence[Mapping[str, Any]]) -> None:
@@ -313,7 +324,8 @@ def _draw_panel(ax, panel: _Panel, records: Sequence[Mapping[str, Any]]) -> None
             target = twin
             target.set_ylabel(label)
         if name in panel.points:
-            target.scatter(steps, values, s=22, zorder=3, label=label, color="#e67e22", edgecolor="black",
+            colour = _POINT_COLOURS[panel.points.index(name) % len(_POINT_COLOURS)]
+            target.scatter(steps, values, s=22, zorder=3, label=label, color=colour, edgecolor="black",
                            linewidth=0.4)
         else:
             style = {"marker": "o", "markersize": 3} if len(steps) <= 40 else {}
@@ -321,7 +333,7 @@ def _draw_panel(ax, panel: _Panel, records: Sequence[Mapping[str, Any]]) -> None
                 style.update(linestyle="--", color="#e67e22")
             target.plot(steps, values, label=label, **style)
         drawn += 1
-    ax.set(title=panel.title, xlabel="step")
+    ax.set(title=panel.title, xlabel="step", ylabel=panel.ylabel)
     if panel.ylim:
         ax.set_ylim(*panel.ylim)
     if not drawn:

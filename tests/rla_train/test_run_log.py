@@ -21,7 +21,8 @@ def _metrics(step: int) -> dict:
     """A full set of the metrics plot_run knows, varying with the step; held-out only every 3rd step."""
     return {"success_rate": step / 10, "heldout_success_rate": step / 12 if step % 3 == 0 else None,
             "integrated_reward_mean": -1 + step / 5, "outcome_reward_mean": -1 + step / 6,
-            "policy_loss": 1 / (step + 1), "rm_loss": 0.5 / (step + 1),
+            "policy_loss": 1 / (step + 1), "rm_loss": 0.5 / (step + 1), "policy_grad_norm": 1.0 + step,
+            "rm_grad_norm": 0.5 * step,
             "rm_process_accuracy": 0.6 + step / 50, "rm_outcome_accuracy": 0.7,
             "zero_variance_fraction": 0.5 - step / 40, "episodes_per_second": 3.0 + step, "steps_per_second": 0.05}
 
@@ -211,7 +212,7 @@ def test_panels_draw_every_logged_metric_and_say_not_logged_otherwise(run_dir):
     _draw_panel(axes[0], by_title["Success rate"], records)
     assert len(axes[0].lines) == 1 and len(axes[0].collections) == 1  # training line, held-out points
     assert len(axes[0].collections[0].get_offsets()) == 2  # held-out at steps 0 and 3 only
-    _draw_panel(axes[1], by_title["Losses"], records)
+    _draw_panel(axes[1], by_title["Updates (gradient norm before clipping)"], records)
     assert sorted(line.get_label() for line in axes[1].lines) == ["policy", "reward model"]
     _draw_panel(axes[2], by_title["Rewards"], [{"step": 1, "success_rate": 0.5}])
     assert not axes[2].lines and axes[2].texts[0].get_text() == "not logged"
