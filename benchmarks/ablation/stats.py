@@ -201,16 +201,7 @@ def minimum_detectable_difference(episodes: int, baseline: float, *, alpha: floa
         p_bar = (p1 + p2) / 2
         return (z_alpha * math.sqrt(2 * p_bar * (1 - p_bar)) + z_power * math.sqrt(p1 * (1 - p1) + p2 * (1 - p2))) ** 2 / d**2
 
-    low, high = 1e-9, 1.0 - baseline
-    if needed(high) > episodes:
-        return high
-    for _ in range(100):
-        middle = 0.5 * (low + high)
-        if needed(middle) > episodes:
-            low = middle
-        else:
-            high = middle
-    return high
+    return _smallest_detectable(needed, episodes, 1.0 - baseline)
 
 
 def paired_minimum_detectable_difference(episodes: int, discordant_rate: float, *, alpha: float = 0.05,
@@ -230,7 +221,12 @@ def paired_minimum_detectable_difference(episodes: int, discordant_rate: float, 
     def needed(d: float) -> float:
         return (z_alpha * math.sqrt(psi) + z_power * math.sqrt(max(0.0, psi - d * d))) ** 2 / d**2
 
-    low, high = 1e-9, psi
+    return _smallest_detectable(needed, episodes, psi)
+
+
+def _smallest_detectable(needed, episodes: int, high: float) -> float:
+    """The smallest d in (0, high] with ``needed(d) <= episodes`` (``needed`` falls as d grows), by bisection."""
+    low = 1e-9
     if needed(high) > episodes:
         return high
     for _ in range(100):

@@ -202,7 +202,7 @@ def compare_guided_and_undirected(tasks: list[Task], *, max_steps: int, rollouts
     """
     from rla_envs.alfworld.env import AlfWorldEnv
     from rla_envs.alfworld.family import AlfWorldFamily
-    from rla_envs.curriculum.acceptance import accept_rewrite, rewrite_direction
+    from rla_envs.curriculum.acceptance import accept_rewrite
     from rla_envs.curriculum.diagnosers import RuleDiagnoser
     from rla_envs.curriculum.rewriters import MutatorRewriter
 
@@ -210,8 +210,7 @@ def compare_guided_and_undirected(tasks: list[Task], *, max_steps: int, rollouts
     rewriter, diagnoser, results = MutatorRewriter(AlfWorldFamily(), strengths=strengths), RuleDiagnoser(), []
     try:
         for index, task in enumerate(tasks):
-            screened, failures = _measure(env, task, screen_rollouts, seed, epsilon, offset=10_000)
-            direction = rewrite_direction(1 + screened, 1 + screen_rollouts - screened, screen_rollouts)
+            direction, failures = _triggered(env, task, screen_rollouts, seed, epsilon)
             if direction is None:
                 continue
             diagnoses = diagnoser.diagnose(task, failures)
@@ -242,6 +241,14 @@ def compare_guided_and_undirected(tasks: list[Task], *, max_steps: int, rollouts
     return results
 
 
+def _triggered(env, task: Task, screen_rollouts: int, seed: int, epsilon: float):
+    """``(direction, failed trajectories)``: the pool's trigger on ``screen_rollouts`` screening episodes of ``task``."""
+    from rla_envs.curriculum.acceptance import rewrite_direction
+
+    screened, failures = _measure(env, task, screen_rollouts, seed, epsilon, offset=10_000)
+    return rewrite_direction(1 + screened, 1 + screen_rollouts - screened, screen_rollouts), failures
+
+
 def edit_effects(tasks: list[Task], *, max_steps: int, rollouts: int = 16, screen_rollouts: int = 24,
                  epsilon: float = EPSILON, seed: int = 0) -> list[dict]:
     """Every edit of the triggered direction on every triggered task, each measured: what each edit does.
@@ -254,14 +261,12 @@ def edit_effects(tasks: list[Task], *, max_steps: int, rollouts: int = 16, scree
     from rla_envs.alfworld.family import AlfWorldFamily
     from rla_envs.alfworld.mutations import CATALOGUE
     from rla_envs.core.errors import InvalidTask
-    from rla_envs.curriculum.acceptance import rewrite_direction
     from rla_envs.curriculum.diagnosers import RuleDiagnoser
 
     env, family, rows = AlfWorldEnv(tasks=tasks, max_steps=max_steps), AlfWorldFamily(), []
     try:
         for index, task in enumerate(tasks):
-            screened, failures = _measure(env, task, screen_rollouts, seed, epsilon, offset=10_000)
-            direction = rewrite_direction(1 + screened, 1 + screen_rollouts - screened, screen_rollouts)
+            direction, failures = _triggered(env, task, screen_rollouts, seed, epsilon)
             if direction is None:
                 continue
             row = {"task_id": task.id, "direction": direction, "diagnoses": RuleDiagnoser().diagnose(task, failures),
