@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
@@ -83,15 +83,19 @@ class DesktopFamily(ClosesOnExit):
         live: play tasks on a desktop in :meth:`validate` (needs a provider; started on first use).
         provider, provider_options, cache_dir: how the validation env gets its desktop and files
             (see :class:`rla_envs.desktop.env.OSWorldEnv`).
+        has_app: ``has_app(program) -> bool``, whether the desktop that will play the tasks has a program
+            (default: this machine's PATH); static checks of tasks meant for another desktop (a container, or
+            a machine without the apps, as in tests) pass their own.
     """
 
     name = "desktop"
 
     def __init__(self, *, live: bool = True, provider: Any = "local", provider_options: Mapping[str, Any] | None = None,
-                 cache_dir: str | None = None):
+                 cache_dir: str | None = None, has_app: Callable[[str], bool] | None = None):
         from rla_envs.desktop.osworld.cache import FileCache
 
         self.live = bool(live)
+        self._has_app = has_app
         self._provider = provider
         self._provider_options = dict(provider_options or {})
         self.cache = FileCache(cache_dir)
@@ -190,7 +194,7 @@ class DesktopFamily(ClosesOnExit):
         if raw.get("instruction") != task.instruction:
             raise InvalidTask(f"task {task.id}: the Task's instruction differs from its OSWorld JSON's; the agent "
                               "and OSWorld would see different tasks")
-        reasons = not_runnable_reasons(raw, cache=self.cache)
+        reasons = not_runnable_reasons(raw, cache=self.cache, has_app=self._has_app)
         if reasons:
             raise InvalidTask(f"task {task.id} is not runnable here: {'; '.join(reasons)}")
         solution = solution_steps(task)

@@ -27,10 +27,17 @@ import pytest
 from tests.paths import SANDBOX_ATTACKS
 
 from rla_envs.code.sandbox import Call, ConfinementUnavailable, Limits
+from rla_envs.code.sandbox.session import _GRACE_S as KILL_GRACE_S
 
 CORPUS = SANDBOX_ATTACKS
 SLOTS = 5  # all five stdio runs of a file at once: a hanging attack costs one T, not three
 T = 2.0
+# The manifest's "run ends within timeout + 2 s" holds on an idle machine; on a loaded one the kill path itself
+# waits for CPU (a run of 9 spinning threads took 4.1 s beside two CPU-bound processes, 6.7 s beside three), so a
+# wall-clock bound that tight decides the result by the machine's load. What the check guards against is a run the
+# sandbox never stops (unconfined, these attacks run for 60 s): the bound is the sandbox's own promise (timeout +
+# the grace a killed session's monitor gets before the host sweeps its uid) with room for a loaded machine.
+RUN_BOUND_S = T + KILL_GRACE_S + 20.0
 MIB = 1 << 20
 KEEP_CONTENT = "keep me: the sandbox must not delete or change this file\n"
 
@@ -244,8 +251,8 @@ def check_run(host: Host, values: dict, entry: dict, form: str, reward: float, r
         failures.append(f"reward {reward} != {expected}")
     outputs = []
     for seconds, results in runs:
-        if seconds > T + 2:
-            failures.append(f"run took {seconds:.2f} s > T + 2 s")
+        if seconds > RUN_BOUND_S:
+            failures.append(f"run took {seconds:.2f} s > {RUN_BOUND_S:g} s (timeout + kill grace + 20 s)")
         if len(results) != (5 if form == "function" else 1):
             failures.append("the harness did not return a result for every test")
         for r in results:
