@@ -47,15 +47,15 @@ def evaluate(engine, tasks, *, desc: str = "held-out") -> dict[str, Any]:
 
 def _scalars(prefix: str, result: dict[str, Any]) -> dict[str, float]:
     """The numeric entries of an evaluation result, prefixed, for metrics.jsonl."""
-    return {f"{prefix}{k}": float(v) for k, v in result.items() if isinstance(v, (int, float)) and v is not None}
+    return {f"{prefix}{k}": float(v) for k, v in result.items() if isinstance(v, (int, float))}
 
 
-def _evaluations(config: TrainConfig, parts, label: str) -> dict[str, dict[str, Any]]:
+def _evaluations(parts, label: str) -> dict[str, dict[str, Any]]:
     """Held-out success, training success on the fixed probe, and the reward model's accuracy on its probe."""
     results = {"heldout": evaluate(parts.eval_engine, parts.eval_tasks, desc=f"held-out {label}")}
     if parts.probe_engine is not None:
         results["probe"] = evaluate(parts.probe_engine, parts.probe_tasks, desc=f"training-game probe {label}")
-    if getattr(parts, "rm_probe", None) is not None and parts.reward_model is not None:
+    if parts.rm_probe is not None and parts.reward_model is not None:
         results["rm_probe"] = parts.rm_probe(parts.reward_model)
     return results
 
@@ -274,13 +274,13 @@ def train(config: TrainConfig, *, progress: bool = True) -> dict[str, Any]:
                 if parts.rm_probe is not None:
                     history["rm_probe_initial"] = parts.rm_probe(parts.reward_model)
                 history["rm_warm_start"] = _warm_start_reward_model(config, parts)
-            _record(history, "before", _evaluations(config, parts, "before"))
+            _record(history, "before", _evaluations(parts, "before"))
             _save(run_dir, config, parts, 0, history)
         if step < config.train.steps:  # train.steps=0: warm start and evaluate only
             _loop(config, parts, run_dir, step, history, progress)
             step = config.train.steps
         if config.train.steps > 0:
-            _record(history, "after", _evaluations(config, parts, "after"))
+            _record(history, "after", _evaluations(parts, "after"))
             _save(run_dir, config, parts, step, history)
     finally:
         parts.close()
@@ -304,7 +304,7 @@ def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, p
             metrics = train_step(config, parts)
             step += 1
             if config.train.eval_every and step % config.train.eval_every == 0 and step < config.train.steps:
-                for name, result in _evaluations(config, parts, f"step {step}").items():
+                for name, result in _evaluations(parts, f"step {step}").items():
                     metrics.update(_scalars(f"{name}_", result))
             log.log(step, metrics)
             if config.output.checkpoint_every and step % config.output.checkpoint_every == 0:
