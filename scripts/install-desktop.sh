@@ -32,6 +32,8 @@ PIP_PACKAGES=(
 APT_PACKAGES=(
     # display, window manager, window control, input
     xvfb openbox xdotool wmctrl x11-utils
+    # pyautogui.screenshot() in agents' code: pyscreeze shells out to scrot on X11 (OSWorld's VM has gnome-screenshot)
+    scrot
     # session bus and accessibility
     dbus dbus-x11 at-spi2-core gir1.2-atspi-2.0 libatk-adaptor
     # apps
