@@ -72,14 +72,16 @@ def test_greedy_picks_the_argmax_and_sampling_follows_the_softmax(tiny_backend):
         assert choice.probabilities[best] == 1.0 and choice.choice_logprob == 0.0
     assert greedy.forward_passes > 2
     sampler = ChoiceBackend(tiny_backend, temperature=2.0)
-    [generation] = sampler.generate(prompts[:1], n=400, sampling=SamplingParams(seed=1))
+    [generation] = sampler.generate(prompts[:1], n=4000, sampling=SamplingParams(seed=1))
     choice = sampler.last_choices[0]
     import torch
 
     expected = torch.softmax(torch.tensor(choice.scores) / 2.0, dim=0).tolist()
-    assert choice.probabilities == pytest.approx(expected)
-    frequencies = [sum(s.text == c for s in generation.samples) / 400 for c in choice.candidates]
-    assert frequencies == pytest.approx(expected, abs=0.08)
+    # float32 scores: a softmax computed elsewhere differs by a few 1e-7, so compare far above that noise
+    assert choice.probabilities == pytest.approx(expected, abs=1e-5)
+    # 4,000 draws: a frequency's standard deviation is at most 0.008, so 0.05 is over 6 of them
+    frequencies = [sum(s.text == c for s in generation.samples) / 4000 for c in choice.candidates]
+    assert frequencies == pytest.approx(expected, abs=0.05)
 
 
 def test_explicit_candidates_and_a_prompt_without_a_list(tiny_backend):
