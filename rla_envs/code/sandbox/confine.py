@@ -22,7 +22,7 @@ import os
 import platform
 import resource
 import struct
-import sys
+from typing import Sequence
 
 __all__ = [
     "CLONE_NEWNS",
@@ -39,7 +39,6 @@ __all__ = [
     "apply_landlock",
     "seccomp_program",
     "apply_seccomp",
-    "python_read_roots",
     "kill_uid",
 ]
 
@@ -94,21 +93,17 @@ def set_parent_death_signal(signum: int) -> None:
 # Fork server namespaces
 
 
-def python_read_roots() -> list[str]:
-    """Directories the sandboxed interpreter must read: its prefixes and system library dirs."""
-    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    roots.update(p for p in ("/usr", "/lib", "/lib64", "/lib32", "/bin") if os.path.isdir(p))
-    return sorted(roots)
-
-
-def enter_server_namespaces(work_root: str, keep: list[str]) -> dict:
+def enter_server_namespaces(work_root: str, keep: list[str], masked: Sequence[str] = (),
+                            allowed: Sequence[str] = ()) -> dict:
     """Move the calling (root) process into private mount + network namespaces; return what worked.
 
     In the new mount namespace every directory of :data:`HIDDEN_DIRS` becomes an empty tmpfs (mode
-    0711), and each path of ``keep`` that lay below one of them is bound back, read-only. ``work_root``
-    is created on the private ``/tmp``.
+    0711), and each path of ``keep`` (directory or file) that lay below one of them is bound back,
+    read-only. Then each directory of ``masked`` (where Python packages live) becomes an empty read-only
+    tmpfs holding only the paths of ``allowed`` below it, bound back read-only. ``work_root`` is created
+    on the private ``/tmp``.
     """
-    done = {"mountns": False, "netns": False, "hidden": []}
+    done: dict = {"mountns": False, "netns": False, "hidden": [], "masked": []}
     try:
         unshare(CLONE_NEWNET)
         done["netns"] = True
@@ -117,30 +112,52 @@ def enter_server_namespaces(work_root: str, keep: list[str]) -> dict:
     unshare(CLONE_NEWNS)
     done["mountns"] = True
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    # Open the kept trees before hiding their parents, then bind them back from the open fds.
-    kept = []
-    for path in keep:
-        if any(path == d or path.startswith(d + "/") for d in HIDDEN_DIRS) and os.path.isdir(path):
-            kept.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY)))
+    # Open the kept and allowed paths before hiding their parents, then bind them back from the open fds.
+    kept = [(path, os.open(path, os.O_PATH)) for path in keep
+            if any(_within(path, d) for d in HIDDEN_DIRS) and os.path.exists(path)]
+    allowed_fds = [(path, os.open(path, os.O_PATH)) for path in allowed
+                   if any(_within(path, m) for m in masked) and os.path.exists(path)]
     for hidden in HIDDEN_DIRS:
         if os.path.isdir(hidden) and not os.path.islink(hidden):
             mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0711,size=64m")
             done["hidden"].append(hidden)
     for path, fd in kept:
-        _makedirs_0711(path)
-        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        _bind_read_only(fd, path)
+    for path in sorted(masked, key=lambda p: p.count("/")):
+        if not os.path.isdir(path) or os.path.islink(path):
+            continue  # already hidden, or not there
+        mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+        inside = [(p, fd) for p, fd in allowed_fds if _within(p, path)]
+        for package, fd in inside:
+            _bind_read_only(fd, package, mode=0o755)
+        mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        done["masked"].append(path)
+    for _, fd in kept + allowed_fds:
         os.close(fd)
-    _makedirs_0711(work_root)
+    _makedirs(work_root, 0o711)
     return done
 
 
-def _makedirs_0711(path: str) -> None:
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _bind_read_only(fd: int, path: str, mode: int = 0o711) -> None:
+    """Bind the file or directory open as ``fd`` (``O_PATH``) at ``path``, read-only, making the mount point."""
+    is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
+    _makedirs(path if is_dir else os.path.dirname(path), mode)
+    if not is_dir and not os.path.exists(path):
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+    mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+    mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _makedirs(path: str, mode: int) -> None:
     parts = path.strip("/").split("/")
     for i in range(1, len(parts) + 1):
         sub = "/" + "/".join(parts[:i])
         if not os.path.isdir(sub):
-            os.mkdir(sub, 0o711)
+            os.mkdir(sub, mode)
 
 
 def mount_private_proc() -> None:
@@ -244,8 +261,9 @@ def _handled_fs(abi: int) -> int:
 
 
 def apply_landlock(abi: int, read_dirs: list[str], write_dirs: list[str], read_files: list[str],
-                   rw_files: list[str]) -> dict:
-    """Restrict the calling thread (and its future children) to the given paths; deny TCP and, from
+                   rw_files: list[str], list_dirs: Sequence[str] = ()) -> dict:
+    """Restrict the calling thread (and its future children) to the given paths (``read_files`` may also be
+    executed; ``list_dirs`` may only be listed, not read below); deny TCP and, from
     ABI 6, signals and abstract unix sockets outside the domain. Needs no_new_privs. Returns what is on."""
     handled = _handled_fs(abi)
     fields = [handled]
@@ -261,8 +279,9 @@ def apply_landlock(abi: int, read_dirs: list[str], write_dirs: list[str], read_f
         for paths, rights, directory in (
             (read_dirs, _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR, True),
             (write_dirs, handled, True),
-            (read_files, _FS_READ_FILE, False),
+            (read_files, _FS_READ_FILE | _FS_EXECUTE, False),
             (rw_files, _FS_READ_FILE | _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0), False),
+            (list_dirs, _FS_READ_DIR, True),
         ):
             for path in paths:
                 try:

@@ -548,7 +548,7 @@ def agent_main() -> None:
     import signal
     import sys
 
-    from rla_envs.code.sandbox import confine, forkserver
+    from rla_envs.code.sandbox import confine, forkserver, readable
     from rla_envs.code.sandbox.session import LocalSession
 
     proto_in, proto_out = os.dup(0), os.dup(1)
@@ -569,9 +569,7 @@ def agent_main() -> None:
     caps["seccomp"] = confine.seccomp_program() is not None
     caps["work_root"] = WORK_DIR
     caps.update(forkserver._probe(caps, os.getuid()))
-    roots = confine.python_read_roots()
-    forkserver._PLAN["read_dirs"] = roots
-    forkserver._PLAN["sys_path"] = [p for p in sys.path if p and forkserver._under(p, roots)]
+    forkserver.set_plan(readable.read_plan(), {})  # the image holds no package but the sandbox's own
     seccomp_filter = confine.seccomp_program() if caps["seccomp"] else None
     me = os.getpid()
 

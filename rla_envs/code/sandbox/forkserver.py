@@ -29,7 +29,7 @@ import signal
 import socket
 import sys
 
-from rla_envs.code.sandbox import confine, runner
+from rla_envs.code.sandbox import confine, readable, runner
 
 # Imported once here so that every sandboxed program finds them loaded (the common ones of solutions).
 PRELOADED = ("collections", "functools", "heapq", "itertools", "math", "re", "string", "bisect", "typing",
@@ -48,17 +48,16 @@ def main(control_fd: int) -> None:
     """Serve spawn requests on ``control_fd`` until the host closes it."""
     control = socket.socket(fileno=control_fd)
     config = json.loads(os.environ.get("RLA_SANDBOX_CONFIG", "{}"))
-    caps = _set_up(config)
-    roots = confine.python_read_roots()
-    _PLAN["read_dirs"] = roots + (["/proc"] if caps.get("private_proc") else [])
-    _PLAN["sys_path"] = [p for p in sys.path if p and _under(p, roots)]
+    plan = readable.read_plan(config.get("packages", ()))
+    caps = _set_up(config, plan)
+    set_plan(plan, caps)
     seccomp_filter = confine.seccomp_program() if caps.get("seccomp") else None
-    control.sendall(json.dumps({"hello": caps}).encode())
+    control.sendall(json.dumps({"hello": dict(caps, read_plan=plan.to_json())}).encode())
     children: set[int] = set()
     while True:
-        readable, _, _ = select.select([control], [], [], 0.5)
+        ready, _, _ = select.select([control], [], [], 0.5)
         _reap(children)
-        if not readable:
+        if not ready:
             continue
         try:
             message, fds, _, _ = socket.recv_fds(control, 1 << 16, _SERVER_FDS_NEEDED)
@@ -97,14 +96,24 @@ def _reap(children: set[int], block: bool = False) -> None:
             children.discard(pid)
 
 
-def _set_up(config: dict) -> dict:
-    """Enter the server namespaces and probe what each session can use."""
+def set_plan(plan: readable.ReadPlan, caps: dict) -> None:
+    """What every worker may read and import from (see :mod:`readable`)."""
+    _PLAN["read_dirs"] = list(plan.read_dirs) + (["/proc"] if caps.get("private_proc") else [])
+    _PLAN["read_files"] = _READ_FILES + list(plan.read_files)
+    _PLAN["list_dirs"] = list(plan.list_dirs)
+    _PLAN["sys_path"] = list(plan.sys_path)
+
+
+def _set_up(config: dict, plan: readable.ReadPlan) -> dict:
+    """Enter the server namespaces (package directories masked) and probe what each session can use."""
     caps: dict = {"root": os.geteuid() == 0, "unsafe": bool(config.get("unsafe"))}
     caps["landlock_abi"] = confine.landlock_abi()
     caps["seccomp"] = confine.seccomp_program() is not None
     if caps["root"]:
         try:
-            caps.update(confine.enter_server_namespaces(WORK_ROOT, confine.python_read_roots()))
+            caps.update(confine.enter_server_namespaces(
+                WORK_ROOT, list(plan.read_dirs + plan.read_files), masked=plan.masked,
+                allowed=plan.allowed + plan.read_files))
         except OSError as exc:
             caps["mountns_error"] = str(exc)
     if not caps.get("mountns"):
@@ -213,11 +222,11 @@ def _monitor(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | Non
     pidfd = os.pidfd_open(worker)
     watched = [pidfd, ctl]
     while True:
-        readable, _, _ = select.select(watched, [], [])
-        if ctl in readable:
+        ready, _, _ = select.select(watched, [], [])
+        if ctl in ready:
             _kill_tree(worker, uid, caps)
             watched = [pidfd]
-        if pidfd in readable:
+        if pidfd in ready:
             break
     _, status = os.waitpid(worker, 0)
     if not caps["pidns"]:
@@ -264,7 +273,8 @@ def _worker(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | None
     # switch and the rlimits wait for the program, whose limits they take.
     confine.set_no_new_privs()
     if caps["landlock"]:
-        confine.apply_landlock(caps["landlock_abi"], _PLAN["read_dirs"], [workdir], _READ_FILES, _RW_FILES)
+        confine.apply_landlock(caps["landlock_abi"], _PLAN["read_dirs"], [workdir], _PLAN["read_files"], _RW_FILES,
+                               list_dirs=_PLAN["list_dirs"])
     if seccomp_filter:
         confine.apply_seccomp(seccomp_filter)
     runner.serve(lambda limits: _confine(spec, caps, workdir, limits))
@@ -286,11 +296,6 @@ def _confine(spec: dict, caps: dict, workdir: str, limits: dict) -> None:
     for name in [n for n in sys.modules if n.startswith("rla_envs")]:
         if name != "rla_envs.code.sandbox.runner" and name != "rla_envs.code.sandbox.base":
             del sys.modules[name]
-
-
-def _under(path: str, roots: list[str]) -> bool:
-    real = os.path.realpath(path)
-    return any(real == r or real.startswith(r + "/") for r in roots)
 
 
 if __name__ == "__main__":

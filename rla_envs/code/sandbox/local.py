@@ -4,8 +4,11 @@ What confines the program (each step detected at start, see :meth:`LocalSandbox.
 its own uid (``uid_base + slot``) and 0700 work dir, a clean environment, rlimits (address space,
 CPU, file size, open files, processes), a new PID namespace with its own ``/proc`` (the whole tree is
 SIGKILLed at the timeout, setsid and double-fork escapes included), a private mount namespace where
-``/tmp``, ``/home``, ``/root``, ``/dev/shm``... are empty, an empty network namespace, Landlock (reads:
-Python and system libraries; writes: the work dir; no TCP; no signals outside) and a seccomp filter.
+``/tmp``, ``/home``, ``/root``, ``/dev/shm``... are empty and every directory of installed Python packages
+is an empty tmpfs (bar the allow-listed ``packages``), an empty network namespace, Landlock (reads: the
+standard library, system libraries and the allow-listed packages, see :mod:`.readable`; writes: the work
+dir; no TCP; no signals outside) and a seccomp filter. Grading data (datasets, hidden tests, reference
+solutions) is never readable: :meth:`LocalSandbox.exposes` says whether a path would be.
 Results come back on a dedicated pipe as tagged records with exact builtin types; stdout/stderr are
 kept up to ``Limits.output_bytes`` each.
 
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rla_envs.code.sandbox.base import Call, CallResult, ClosesOnExit, ConfinementUnavailable, Limits, SandboxError
+from rla_envs.code.sandbox.readable import ReadPlan, check_packages
 from rla_envs.code.sandbox.session import LocalSession
 
 __all__ = ["LocalSandbox", "LocalSession"]
@@ -51,11 +55,14 @@ class LocalSandbox(ClosesOnExit):
         slots: concurrent sessions (each gets its own uid; more callers wait for a free slot).
         uid_base: first sandbox uid; slot ``i`` runs as ``uid_base + i`` (no /etc/passwd entry needed).
         unsafe: run even if this machine cannot confine (not root, no namespaces). Only for code you trust.
+        packages: top-level packages a program may import beyond the standard library (``("numpy",)``);
+            none by default, as the tasks rla ships need none. Packages holding grading data are refused.
     """
 
     name = "local"
 
-    def __init__(self, slots: int = 4, uid_base: int | None = None, unsafe: bool = False) -> None:
+    def __init__(self, slots: int = 4, uid_base: int | None = None, unsafe: bool = False,
+                 packages: Sequence[str] = ()) -> None:
         if slots < 1:
             raise ValueError(f"slots must be >= 1, got {slots}")
         if uid_base is not None and not 1000 <= uid_base <= 2**31 - 1 - slots:
@@ -67,6 +74,8 @@ class LocalSandbox(ClosesOnExit):
                 "the local sandbox needs root to run code as a separate uid in its own namespaces; run as root, "
                 "use backend='docker', or pass unsafe=True to run without confinement (trusted code only)")
         self.unsafe = unsafe
+        self.packages = check_packages(packages)
+        self.read_plan: ReadPlan | None = None  # what programs may read: computed by the fork server
         self._uid_locks = _claim_uids(slots, uid_base)
         self.uid_base = uid_base if uid_base is not None else min(self._uid_locks)
         self._ready: queue.SimpleQueue = queue.SimpleQueue()  # warm spare sessions (or the error that stopped them)
@@ -89,7 +98,8 @@ class LocalSandbox(ClosesOnExit):
     def _start_server(self, slots: int) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         package_root = str(Path(__file__).resolve().parents[3])
-        config = {"unsafe": self.unsafe, "uid_base": self.uid_base, "slots": slots}
+        config = {"unsafe": self.unsafe, "uid_base": self.uid_base, "slots": slots,
+                  "packages": list(self.packages)}
         if os.geteuid() != 0:
             import tempfile
 
@@ -112,9 +122,11 @@ class LocalSandbox(ClosesOnExit):
             self._stop_server()
             raise SandboxError(f"the sandbox fork server did not start (exit code {self._server.poll()})")
         ours.settimeout(None)
+        self.read_plan = ReadPlan.from_json(hello["hello"].pop("read_plan"))
         self._caps = dict(hello["hello"], backend="local", slots=slots, uids=[self.uid_base, self.uid_base + slots - 1],
                           rlimits=["RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_NPROC",
-                                   "RLIMIT_CORE"], fork_server_pid=self._server.pid)
+                                   "RLIMIT_CORE"], fork_server_pid=self._server.pid,
+                          packages=list(self.read_plan.packages), read_dirs=list(self.read_plan.read_dirs))
         missing = [key for key in _REQUIRED if not self._caps.get(key)]
         if missing and not self.unsafe:
             self._stop_server()
@@ -178,6 +190,11 @@ class LocalSandbox(ClosesOnExit):
     def capabilities(self) -> dict:
         """What confinement is active (uid switch, Landlock, seccomp, namespaces, rlimits)."""
         return dict(self._caps)
+
+    def exposes(self, path: str | os.PathLike) -> bool:
+        """Whether a sandboxed program could read ``path`` (keep task files where this is False)."""
+        return self.read_plan.exposes(path, masks=bool(self._caps.get("mountns")),
+                                      landlock=bool(self._caps.get("landlock")))
 
     def session(self, program: str, limits: Limits = Limits()) -> "LocalSession":
         """Load ``program`` once as module ``solution``; the session serves function calls in order."""
