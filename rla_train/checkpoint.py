@@ -13,28 +13,47 @@ optimizer states with ``torch.save``, the task pool with its own atomic ``save``
 NumPy and torch, then ``meta.json``); the directory is fsynced and renamed to ``step-000012`` in one
 ``os.replace``. A crash at any point leaves the previous checkpoints intact and at worst a ``.tmp-*``
 directory, which :func:`latest_checkpoint` ignores and the next save removes.
+
+``meta.json`` also records the size and SHA-256 of every other file of the checkpoint (``"files"``).
+:func:`verify_checkpoint` checks them, and :func:`latest_checkpoint` skips a checkpoint that fails (a file
+truncated, changed or deleted after the save) with a :class:`CheckpointWarning` naming it, falling back to the
+newest intact one. Checkpoints written before the manifest existed are taken as they are.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
 import re
 import shutil
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["save_checkpoint", "latest_checkpoint", "list_checkpoints", "load_meta", "load_states", "capture_rng",
-           "restore_rng", "CHECKPOINTS_DIR"]
+from rla_envs.core.errors import RlaError
+
+__all__ = ["save_checkpoint", "latest_checkpoint", "list_checkpoints", "verify_checkpoint", "load_meta", "load_states",
+           "capture_rng", "restore_rng", "CorruptCheckpoint", "CheckpointWarning", "CHECKPOINTS_DIR"]
 
 CHECKPOINTS_DIR = "checkpoints"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 _META, _STATES, _RNG, _POOL = "meta.json", "states.pt", "rng.pt", "pool.json"
+_FILES = "files"
+"""The key of ``meta.json`` that holds ``{relative path: [size, sha256]}`` of every other file."""
+
+
+class CorruptCheckpoint(RlaError, ValueError):
+    """A checkpoint whose files do not match what its ``meta.json`` recorded at save time (or no intact one)."""
+
+
+class CheckpointWarning(UserWarning):
+    """A corrupt checkpoint was skipped in favour of an older, intact one."""
 
 
 def _fsync_dir(path: Path) -> None:
@@ -76,10 +95,71 @@ def list_checkpoints(run_dir: str | os.PathLike) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
-    """The newest complete checkpoint of the run, or None."""
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _manifest(directory: Path) -> dict[str, list]:
+    """``{relative path: [size, sha256]}`` of every file under ``directory`` but ``meta.json``."""
+    files = sorted(p for p in directory.rglob("*") if p.is_file() and p.relative_to(directory).as_posix() != _META)
+    return {p.relative_to(directory).as_posix(): [p.stat().st_size, _sha256(p)] for p in files}
+
+
+def verify_checkpoint(checkpoint: str | os.PathLike) -> None:
+    """Check every file of ``checkpoint`` against the sizes and SHA-256 sums its ``meta.json`` recorded.
+
+    Raises:
+        CorruptCheckpoint: ``meta.json`` unreadable, or a recorded file missing, of another size or content (the
+            message names the first such file).
+    """
+    path = Path(checkpoint)
+    try:
+        meta = json.loads((path / _META).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CorruptCheckpoint(f"checkpoint {path}: {_META} is unreadable ({error})") from error
+    files = meta.get(_FILES) if isinstance(meta, dict) else {}
+    if files is None:  # written before checkpoints recorded their files: nothing to check against
+        return
+    entries = files.items() if isinstance(files, dict) else ()
+    if not entries or not all(isinstance(e, list) and len(e) == 2 for _, e in entries):
+        raise CorruptCheckpoint(f"checkpoint {path}: {_META} holds no valid file list (key {_FILES!r})")
+    for name, (size, digest) in sorted(entries):
+        file = path / name
+        if not file.is_file():
+            raise CorruptCheckpoint(f"checkpoint {path}: {name} is missing")
+        if file.stat().st_size != size:
+            raise CorruptCheckpoint(f"checkpoint {path}: {name} has {file.stat().st_size} bytes, {size} were saved")
+        if _sha256(file) != digest:
+            raise CorruptCheckpoint(f"checkpoint {path}: {name} differs from the saved file (SHA-256)")
+
+
+def latest_checkpoint(run_dir: str | os.PathLike, *, verify: bool = True) -> Path | None:
+    """The newest intact checkpoint of the run, or None when the run has none.
+
+    With ``verify`` (the default) each candidate, newest first, goes through :func:`verify_checkpoint`; a corrupt
+    one is skipped with a :class:`CheckpointWarning`.
+
+    Raises:
+        CorruptCheckpoint: the run has checkpoints but none is intact (the message lists each one's fault).
+    """
     found = list_checkpoints(run_dir)
-    return found[-1][1] if found else None
+    if not verify:
+        return found[-1][1] if found else None
+    faults = []
+    for _, path in reversed(found):
+        try:
+            verify_checkpoint(path)
+        except CorruptCheckpoint as error:
+            faults.append(str(error))
+            continue
+        for fault in faults:
+            warnings.warn(f"skipping a corrupt checkpoint, {fault}; using {path.name}", CheckpointWarning, stacklevel=2)
+        return path
+    if faults:
+        raise CorruptCheckpoint(f"no intact checkpoint in {Path(run_dir) / CHECKPOINTS_DIR}: " + "; ".join(faults)
+                                + "; start the run again (python -m rla_train.run --overwrite)")
+    return None
 
 
 def save_checkpoint(run_dir: str | os.PathLike, step: int, *, models: Mapping[str, Any] | None = None,
@@ -93,13 +173,16 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, *, models: Mapping[st
         states: ``{name: state}`` (optimizer and scheduler ``state_dict()``s, counters), saved together
             with ``torch.save`` (read back with :func:`load_states`).
         pool: a ``TaskPool`` (saved with its own ``save``).
-        meta: JSON-able facts (step, metrics); ``step`` is always recorded.
+        meta: JSON-able facts (step, metrics); ``step`` is always recorded, and ``files`` (every other file's size
+            and SHA-256, for :func:`verify_checkpoint`).
         keep_last: keep only this many newest checkpoints (None = all).
     """
     import torch
 
     if type(step) is not int or step < 0:
         raise ValueError(f"step must be an int >= 0, got {step!r}")
+    if meta is not None and _FILES in meta:
+        raise ValueError(f"meta[{_FILES!r}] is reserved for the checkpoint's file manifest; use another key")
     if keep_last is not None and keep_last < 1:
         raise ValueError(f"keep_last must be >= 1 or None (keep all), got {keep_last}")
     root = Path(run_dir) / CHECKPOINTS_DIR
@@ -118,7 +201,8 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, *, models: Mapping[st
         torch.save(capture_rng(), tmp / _RNG)
         if pool is not None:
             pool.save(tmp / _POOL)
-        (tmp / _META).write_text(json.dumps({**dict(meta or {}), "step": step}, indent=2, sort_keys=True))
+        record = {**dict(meta or {}), "step": step, _FILES: _manifest(tmp)}
+        (tmp / _META).write_text(json.dumps(record, indent=2, sort_keys=True))
         for path in [*tmp.rglob("*"), tmp]:
             if path.is_file():
                 with open(path, "rb") as handle:
@@ -138,8 +222,10 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, *, models: Mapping[st
 
 
 def load_meta(checkpoint: str | os.PathLike) -> dict[str, Any]:
-    """The ``meta`` dict saved with the checkpoint (with its ``step``)."""
-    return json.loads((Path(checkpoint) / _META).read_text())
+    """The ``meta`` dict saved with the checkpoint (with its ``step``; without the file manifest)."""
+    meta = json.loads((Path(checkpoint) / _META).read_text())
+    meta.pop(_FILES, None)
+    return meta
 
 
 def load_states(checkpoint: str | os.PathLike) -> dict[str, Any]:

@@ -246,22 +246,70 @@ def _warm_start_reward_model(config: TrainConfig, parts) -> dict[str, Any]:
     return {**{k: v for k, v in summary.items() if k != "seconds"}, "counts": counts}
 
 
-def train(config: TrainConfig, *, progress: bool = True) -> dict[str, Any]:
-    """Run the whole co-training job the config describes; returns the summary (also in ``summary.json``)."""
+def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False) -> dict[str, Any]:
+    """Run the whole co-training job the config describes; returns the summary (also in ``summary.json``).
+
+    The run holds its directory (``output.dir``, or ``train.resume_from`` when resuming) for its whole life
+    (:func:`rla_train.run_dir.claim_run_dir`). A fresh run needs an empty directory, or ``overwrite`` to clear
+    the earlier run's files; a resumed run continues from its newest intact checkpoint.
+
+    Raises (before any work):
+        ConfigError: a model name that is neither ``tiny``, a model directory nor a hub id; env options the env
+            rejects; ``train.steps`` below the step the resumed checkpoint reached.
+        RunDirError: the directory is held by another run, holds an earlier run (fresh, without ``overwrite``),
+            or has no checkpoint to resume from.
+        CorruptCheckpoint: resuming, but none of the run's checkpoints is intact.
+    """
+    from rla_train.run_dir import claim_run_dir
+
+    resume = config.train.resume_from is not None
+    run_dir = Path(config.train.resume_from or config.output.dir)
+    _check_inputs(config)
+    with claim_run_dir(run_dir, resume=resume, overwrite=overwrite):
+        checkpoint = _resume_point(config, run_dir) if resume else None
+        return _run(config, run_dir, checkpoint, progress)
+
+
+def _check_inputs(config: TrainConfig) -> None:
+    """The checks of :func:`train` that need no run directory: model names and both envs' options."""
+    from rla_train.components import _env_spec
+    from rla_train.config.preflight import check_env_options
+
+    config.check_models()
+    for field in ("train_options", "eval_options"):
+        spec = _env_spec(config, getattr(config.env, field))
+        check_env_options(spec.env_id, spec.kwargs, f"env.{field} (with env.options)")
+
+
+def _resume_point(config: TrainConfig, run_dir: Path) -> Path:
+    """The checkpoint a resumed run continues from: the newest intact one, at or below ``train.steps``."""
+    from rla_train.checkpoint import latest_checkpoint, load_meta
+    from rla_train.config import ConfigError
+    from rla_train.run_dir import RunDirError
+
+    checkpoint = latest_checkpoint(run_dir)  # skips corrupt ones with a warning; raises if none is intact
+    if checkpoint is None:
+        raise RunDirError(f"--resume {run_dir}: the run saved no checkpoint to continue from (it stopped before step "
+                          f"0 was saved); start it again with --overwrite")
+    done = int(load_meta(checkpoint)["step"])
+    if done > config.train.steps:
+        raise ConfigError(f"train.steps={config.train.steps}, but the run in {run_dir} has done {done} steps "
+                          f"({checkpoint}); set train.steps >= {done} (= {done} re-evaluates it)")
+    return checkpoint
+
+
+def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: bool) -> dict[str, Any]:
+    """The run itself, in a directory :func:`train` holds: from ``checkpoint`` when resuming, else from scratch."""
     import torch
     from transformers import set_seed
 
     from rla_envs.core.files import atomic_write_json
-    from rla_train.checkpoint import latest_checkpoint
     from rla_train.components import build_components
     from rla_train.run_log import plot_run
 
-    run_dir = Path(config.train.resume_from or config.output.dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     config.save(run_dir / CONFIG_FILENAME)
     set_seed(config.train.seed)
     parts = build_components(config, run_dir, progress=progress)
-    checkpoint = latest_checkpoint(run_dir) if config.train.resume_from else None
     try:
         if checkpoint is not None:
             step, history = _restore(checkpoint, parts)

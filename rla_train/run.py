@@ -3,7 +3,10 @@
 With no arguments it runs the CPU default (``configs/cpu-tiny.yaml``): a tiny policy and reward model built
 locally, generated ALFWorld tasks, a warm start on the searching expert's demonstrations, then the full
 method, printing held-out success before and after. ``--config FILE`` and ``--set section.field=value``
-change it; ``--resume RUN_DIR`` continues a run from its last checkpoint; ``--help`` lists every field.
+change it; ``--resume RUN_DIR`` continues a run from its last intact checkpoint; ``--overwrite`` starts afresh in
+an ``output.dir`` that holds an earlier run; ``--help`` lists every field. Problems found before any work (a
+config field, a model name, env options, a run directory in use or not empty, no checkpoint to resume) end
+with one line saying the fix and exit status 2.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line, train, print the summary; returns the exit status."""
-    from rla_train.config import parse_args
+    from rla_train.config import parse_command_line
 
-    config = parse_args(sys.argv[1:] if argv is None else list(argv))
+    config, args = parse_command_line(sys.argv[1:] if argv is None else list(argv))
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     import torch
 
@@ -27,9 +30,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(1)  # tiny models on CPU: one thread is ~10x faster than two (see DESIGN.md)
     elif "RLA_TORCH_THREADS" in os.environ:
         torch.set_num_threads(int(os.environ["RLA_TORCH_THREADS"]))
+    from rla_train.checkpoint import CorruptCheckpoint
+    from rla_train.config import ConfigError
     from rla_train.cotrain import format_summary, train
+    from rla_train.run_dir import RunDirError
 
-    summary = train(config)
+    try:
+        summary = train(config, overwrite=args.overwrite)
+    except (ConfigError, RunDirError, CorruptCheckpoint) as error:  # raised at the door, before any work
+        print(f"python -m rla_train.run: error: {error}", file=sys.stderr)
+        return 2
     print(format_summary(summary))
     return 0
 

@@ -52,7 +52,9 @@ class RealSetup:
 
 
 def _run(overrides: list[str], run_dir: Path, log: Callable[[str], None], label: str) -> dict[str, Any]:
-    """``train(load_config(overrides))`` in ``run_dir``, or its saved summary when the run is already done."""
+    """``train(load_config(overrides))`` in ``run_dir``, or its saved summary when the run is already done.
+
+    A run that did not finish (no ``summary.json``) starts again from scratch: ``overwrite`` clears its files."""
     summary_path = run_dir / "summary.json"
     if summary_path.is_file():
         log(f"real: {label}: done already ({summary_path})")
@@ -62,7 +64,7 @@ def _run(overrides: list[str], run_dir: Path, log: Callable[[str], None], label:
 
     started = time.perf_counter()
     config = load_config(None, [*overrides, f"output.dir={run_dir}"], check_hardware=False)
-    summary = train(config, progress=False)
+    summary = train(config, progress=False, overwrite=True)
     log(f"real: {label}: {time.perf_counter() - started:.0f} s")
     return summary
 
@@ -126,7 +128,7 @@ def run_real_arm(arm: Arm, seed: int, setup: RealSetup, out: Path, warm: Path,
 def run_real(arms: Sequence[Arm], seeds: Sequence[int], setup: RealSetup, out: str | Path,
              log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """For each seed: one shared warm start, then every arm trained from it and evaluated (see the module doc)."""
-    from rla_train.checkpoint import list_checkpoints
+    from rla_train.checkpoint import list_checkpoints, verify_checkpoint
 
     results = []
     for seed in seeds:
@@ -138,6 +140,7 @@ def run_real(arms: Sequence[Arm], seeds: Sequence[int], setup: RealSetup, out: s
         checkpoints = dict(list_checkpoints(warm_dir))
         if 0 not in checkpoints:
             raise FileNotFoundError(f"{warm_dir} has no step-0 checkpoint; delete it and run again")
+        verify_checkpoint(checkpoints[0])  # every arm starts from it: a corrupt one fails here, naming the file
         for arm in arms:
             results.append(run_real_arm(arm, seed, setup, seed_dir, checkpoints[0], log))
     return results

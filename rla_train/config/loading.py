@@ -185,11 +185,26 @@ class TrainConfig:
             if not torch.cuda.is_available():
                 raise ConfigError(f"{key}=vllm needs a CUDA GPU and this machine has none; on CPU use --set "
                                   f"{key}=transformers (with a small model, e.g. policy.model=tiny, or configs/cpu-tiny.yaml)")
-        files = [(f"{s}.model", m) for s, m in (("policy", self.policy.model), ("reward_model", self.reward_model.model))
-                 if m and m.startswith((".", "/", "~"))]
-        for key, path in files:
-            if path and not Path(path).expanduser().exists():
-                raise ConfigError(f"{key}={path!r} does not exist (cwd {os.getcwd()}); fix the path or set it to null")
+        self.check_models()
+
+    def check_models(self) -> None:
+        """Every model the run loads is ``tiny``, a model directory or an ``org/name`` hub id (no network used).
+
+        Server model names (backend ``openai``) and ``same-as-*`` are not checked; see
+        :func:`rla_train.config.preflight.check_model_name`.
+        """
+        from rla_train.config.preflight import check_model_name
+
+        mode, rm, pool = self.mode, self.reward_model, self.pool
+        named = [("policy.model", self.policy.model, self.policy.backend)]
+        if mode.reward_model and rm.kind == "model" and rm.model not in (None, SAME_AS_POLICY):
+            named.append(("reward_model.model", rm.model, rm.backend))
+        if mode.adapt_env and pool.rewriter == "llm" and pool.rewriter_model not in (None, SAME_AS_POLICY,
+                                                                                   "same-as-reward-model"):
+            named.append(("pool.rewriter_model", pool.rewriter_model, pool.rewriter_backend))
+        for key, name, backend in named:
+            if backend != "openai":
+                check_model_name(key, name)
 
     # ----------------------------------------------------------------- serialisation
     def to_dict(self) -> dict[str, dict[str, Any]]:
@@ -315,11 +330,20 @@ def build_arg_parser() -> argparse.ArgumentParser:
                         help="override one field (repeatable); the value is read as YAML: 1e-6, true, [a, b], null")
     parser.add_argument("--resume", metavar="DIR", help=f"continue the run in DIR with the config it recorded "
                                                         f"(DIR/{CONFIG_FILENAME}); --set still applies")
+    parser.add_argument("--overwrite", action="store_true", help="start afresh in an output.dir that holds an earlier "
+                                                                 "run: its config, checkpoints, metrics and summary "
+                                                                 "are removed first (without it such a run is refused)")
     return parser
 
 
 def parse_args(argv: Sequence[str] | None = None, *, check_hardware: bool = True) -> TrainConfig:
     """The config the command line describes; a bad config exits with status 2 and the fix (argparse style)."""
+    return parse_command_line(argv, check_hardware=check_hardware)[0]
+
+
+def parse_command_line(argv: Sequence[str] | None = None, *,
+                       check_hardware: bool = True) -> tuple[TrainConfig, argparse.Namespace]:
+    """:func:`parse_args`, plus the parsed arguments (``overwrite``, ``resume``) that are not config fields."""
     parser = build_arg_parser()
     args = parser.parse_args(argv)
     path = args.config
@@ -327,6 +351,8 @@ def parse_args(argv: Sequence[str] | None = None, *, check_hardware: bool = True
         if args.config is not None:
             parser.error(f"--resume uses the config recorded in {args.resume}/{CONFIG_FILENAME}; drop --config "
                          "(change fields with --set)")
+        if args.overwrite:
+            parser.error("--resume continues the run in DIR and --overwrite clears it; pass one of them")
         path = Path(args.resume) / CONFIG_FILENAME
         if not path.is_file():
             parser.error(f"--resume {args.resume}: no {CONFIG_FILENAME} there; pass the output.dir of an earlier run")
@@ -336,4 +362,4 @@ def parse_args(argv: Sequence[str] | None = None, *, check_hardware: bool = True
         parser.error(str(error))
     if args.resume is not None:
         config.train.resume_from = str(args.resume)
-    return config
+    return config, args
