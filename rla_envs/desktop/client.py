@@ -33,6 +33,8 @@ __all__ = ["ControllerClient", "ControllerError", "TOKEN_HEADER"]
 
 TOKEN_HEADER = "Authorization"
 """The header that carries the session token, as ``Bearer <token>``."""
+REPLY_MARGIN_S = 30.0
+"""Extra seconds a request waits past the time bound it gives the server (start-up of a fresh action process)."""
 
 
 class ControllerError(RlaError, RuntimeError):
@@ -50,13 +52,17 @@ class ControllerClient(ClosesOnExit):
         token: the session's token; sent with every request.
         timeout: seconds per request (setup steps and evaluations that run commands may take longer:
             those methods take their own ``timeout``).
+        unix_socket: reach the server through this Unix socket instead (``base_url`` then only names it in
+            the ``Host`` header; the local session's controller listens on one).
     """
 
-    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0):
+    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0, unix_socket: str | None = None):
         import httpx
 
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout,
+        self.where = f"unix:{unix_socket}" if unix_socket else self.base_url
+        transport = httpx.HTTPTransport(uds=str(unix_socket)) if unix_socket else None
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
                                   headers={TOKEN_HEADER: f"Bearer {token}"})
 
     # ----------------------------------------------------------------- plumbing
@@ -69,11 +75,11 @@ class ControllerClient(ClosesOnExit):
             response = self._http.request(method, path, timeout=timeout if timeout is not None else self._http.timeout,
                                           **kwargs)
         except httpx.HTTPError as exc:
-            raise ControllerError(f"{method} {self.base_url}{path} failed: {exc}") from exc
+            raise ControllerError(f"{method} {self.where}{path} failed: {exc}") from exc
         if missing_ok and response.status_code == 404:
             return None
         if response.status_code >= 400:
-            raise ControllerError(f"{method} {self.base_url}{path} -> HTTP {response.status_code}: "
+            raise ControllerError(f"{method} {self.where}{path} -> HTTP {response.status_code}: "
                                   f"{response.text[:500]}")
         return response
 
@@ -88,7 +94,7 @@ class ControllerClient(ClosesOnExit):
             except ControllerError as exc:
                 last = exc
                 time.sleep(0.05)
-        raise ControllerError(f"the controller at {self.base_url} did not answer within {timeout:.0f} s: {last}")
+        raise ControllerError(f"the controller at {self.where} did not answer within {timeout:.0f} s: {last}")
 
     def close(self) -> None:
         http = getattr(self, "_http", None)
@@ -138,12 +144,14 @@ class ControllerClient(ClosesOnExit):
         return self._request("POST", "/execute", json={"command": command, "shell": shell}, timeout=timeout).json()
 
     def run_pyautogui(self, code: str, *, timeout: float = 60.0) -> dict[str, Any]:
-        """Run pyautogui code in the server's own process (``POST /rla/pyautogui``): no interpreter start-up.
+        """Run pyautogui code in the session's warm action process (``POST /rla/pyautogui``), within ``timeout`` s.
 
         ``pyautogui`` and ``time`` are in scope. Returns ``{"status": "success"|"error", "error": str}``; an
-        exception in the code is an ``"error"`` reply, not a raised exception.
+        exception in the code, code that runs past ``timeout`` (it is stopped) and code that ends its process
+        (``os._exit``) are ``"error"`` replies, not raised exceptions.
         """
-        return self._request("POST", "/rla/pyautogui", json={"code": code}, timeout=timeout).json()
+        return self._request("POST", "/rla/pyautogui", json={"code": code, "timeout": timeout},
+                             timeout=timeout + REPLY_MARGIN_S).json()
 
     def reset_session(self, *, timeout: float = 30.0) -> None:
         """Close every app started in the session and restore the user's home to its initial state."""

@@ -53,7 +53,10 @@ class OSWorldEnv(TaskEnv):
     computer_13 dicts (``{"action_type": "CLICK", "parameters": {"x": 5, "y": 9}}``, or their JSON text) are
     accepted too and translated to pyautogui (``rla_envs.desktop.actions``). An action that cannot be used
     (does not compile, unknown computer_13 type, off-screen coordinates, or code that raised in the
-    session) changes nothing; ``info["invalid_action"]`` is True and ``info["action_error"]`` says why.
+    session, ran past ``action_timeout`` or ended its process, e.g. ``os._exit``) gives
+    ``info["invalid_action"] = True`` and ``info["action_error"]`` says why. The code runs in a process of
+    its own that is stopped when it overruns and replaced on every reset; scroll amounts beyond 500
+    clicks are clamped.
 
     ## Observation Space
     ``Dict(screenshot=Box(0, 255, (H, W, 3), uint8), accessibility_tree=PrintableText,
@@ -74,7 +77,9 @@ class OSWorldEnv(TaskEnv):
 
     ## Episode End
     Terminated on ``DONE`` or ``FAIL`` (the task is evaluated); truncated after ``max_steps`` actions (the
-    task is evaluated too, as OSWorld does, and ``info["evaluated_on"]`` says ``"truncation"``).
+    task is evaluated too, as OSWorld does, and ``info["evaluated_on"]`` says ``"truncation"``). Truncated
+    too, without a score, when the session stops answering (an action killed its controller): the
+    observation is then a black screen and the next ``reset`` starts a fresh session.
 
     ## Info
     The base keys (``task_id``, ``instruction``, ``won``, ``step``, ``invalid_action``) and ``osworld_id``,
@@ -161,6 +166,8 @@ class OSWorldEnv(TaskEnv):
         self._last_obs: dict[str, Any] | None = None
         self._last: dict[str, Any] = {}
         self._raw: dict[str, Any] = {}  # the running task's OSWorld JSON and app (set by _begin)
+        # The episode's session: a session that dies mid-episode truncates it (a new one starts on reset only)
+        self._episode_client = None
         self._app = ""
 
     # ----------------------------------------------------------------- tasks
@@ -223,8 +230,8 @@ class OSWorldEnv(TaskEnv):
         reasons = not_runnable_reasons(raw, cache=self.cache, has_app=self.provider.has_app)
         if reasons:
             raise NotRunnable(str(raw.get("id")), reasons)
-        client = self.client
-        self.provider.reset()
+        self.provider.reset()  # first: a session that died or wedged is replaced here
+        client = self._episode_client = self.client
         run_steps(client, raw.get("config") or [], cache=self.cache, task_id=str(raw["id"]))
         self._raw, self._app = raw, str(task.meta.get("app", ""))
         self._last = self._fresh_info(kind=None, source=None)
@@ -235,6 +242,8 @@ class OSWorldEnv(TaskEnv):
             raise ResetNeeded(f"{type(self).__name__}.step() called before reset(); call env.reset() first")
         if self._episode_over:
             raise ResetNeeded(f"{type(self).__name__}.step() called after the episode ended; call env.reset()")
+        from rla_envs.desktop.client import ControllerError
+
         self._step_count += 1
         parsed = parse_action(action, screen_size=self.screen_size)
         info = self._fresh_info(kind=parsed.kind, source=parsed.source)
@@ -248,9 +257,17 @@ class OSWorldEnv(TaskEnv):
             last_action = parsed.kind if terminated else (parsed.code or None)
             info["score"], info["evaluation_error"] = self._evaluate(last_action)
             reward = float(info["score"] or 0.0)
+        try:
+            observation = self._observe(self.task.instruction)
+        except ControllerError as exc:  # the action (or something) ended the session: the episode cannot go on
+            observation = self._blank_observation(self.task.instruction)
+            lost = f"the desktop session stopped answering ({exc}); the episode is truncated and reset() starts a " \
+                   "fresh session"
+            error = info["action_error"] = f"{error}; {lost}" if error else lost
+            truncated = not terminated
+            info["evaluation_error"] = info["evaluation_error"] or "the desktop session stopped answering"
         self._episode_over = terminated or truncated
         self._last = info
-        observation = self._observe(self.task.instruction)
         won = info["score"] is not None and info["score"] >= 1.0
         return observation, reward, terminated, truncated, self._info(
             won=won, invalid_action=error is not None, family_info=info)
@@ -292,7 +309,7 @@ class OSWorldEnv(TaskEnv):
         if parsed.kind != "code":
             return None
         try:
-            reply = self.client.run_pyautogui(parsed.code, timeout=self.action_timeout)
+            reply = self._episode_client.run_pyautogui(parsed.code, timeout=self.action_timeout)
         except ControllerError as exc:
             return f"the action could not be run: {exc}"
         if self.wait_seconds:
@@ -308,13 +325,13 @@ class OSWorldEnv(TaskEnv):
         from rla_envs.desktop.osworld.evaluator import evaluate
 
         try:
-            score = float(evaluate(self.client, self._raw, cache=self.cache, last_action=last_action))
+            score = float(evaluate(self._episode_client, self._raw, cache=self.cache, last_action=last_action))
         except (EvaluationError, SetupFailed, ControllerError) as exc:
             return None, f"{type(exc).__name__}: {exc}"
         return min(max(score, 0.0), 1.0), None
 
     def _observe(self, instruction: str) -> dict[str, Any]:
-        client = self.client
+        client = self._episode_client
         screenshot = np.array(client.screenshot_array(), dtype=np.uint8, copy=True)
         expected = self.observation_space["screenshot"].shape
         if screenshot.shape != expected:
@@ -332,6 +349,16 @@ class OSWorldEnv(TaskEnv):
         observation = {
             "screenshot": screenshot,
             "accessibility_tree": _printable(tree or "", MAX_TREE_CHARS),
+            "instruction": _printable(instruction, MAX_INSTRUCTION_CHARS),
+        }
+        self._last_obs = observation
+        return observation
+
+    def _blank_observation(self, instruction: str) -> dict[str, Any]:
+        """A black screen and no tree: what is seen of a session that stopped answering."""
+        observation = {
+            "screenshot": np.zeros(self.observation_space["screenshot"].shape, dtype=np.uint8),
+            "accessibility_tree": "",
             "instruction": _printable(instruction, MAX_INSTRUCTION_CHARS),
         }
         self._last_obs = observation

@@ -1,19 +1,27 @@
-"""LocalSession: a desktop session on this machine, in its own bubblewrap namespaces, with its own home.
+"""LocalSession: a desktop session on this machine, confined by bubblewrap, with its own home.
 
 The controller (``python -m controller``, see :mod:`rla_envs.desktop.controller`) runs under bubblewrap with
-``--unshare-pid`` and ``--die-with-parent``: the session's processes (Xvfb, buses, openbox, every app) live
-in a private pid namespace that the kernel tears down when the controller's bwrap goes, so closing the
-session -- or the host process dying -- leaves nothing behind. The session sees the host's filesystem read-only,
-with its own ``/tmp`` and ``/var/tmp`` (tmpfs) and its own writable ``/home/user`` (a temporary directory of
-the host, bound there), so OSWorld's absolute paths work, several sessions run side by side, and nothing a
-task runs can change the host outside that directory. It is not a security boundary against hostile code
-(same user, same network): use the docker provider for that. The network namespace is the host's:
-the controller listens on 127.0.0.1 only, on a port the kernel picks, and every request needs the token.
+``--unshare-pid`` and ``--die-with-parent``: the session's processes (Xvfb, buses, openbox, every app, the
+agents' code) live in a private pid namespace that the kernel tears down when the controller's bwrap goes,
+so closing the session -- or the host process dying -- leaves nothing behind.
+
+What the session's code can do:
+
+* **user**: uid 1000 (``user``) in its own user namespace with no capabilities (``--cap-drop ALL``,
+  ``no_new_privs``, so setuid programs gain nothing). A host running as root starts the session as
+  ``nobody``, so on the host its processes own nothing; otherwise as the host user, without capabilities.
+* **files**: the host's filesystem read-only, its own ``/tmp`` and ``/var/tmp`` (tmpfs) and its own writable
+  ``/home/user`` (a temporary directory of the host, bound there), so OSWorld's absolute paths work and
+  several sessions run side by side; its own ``/etc/passwd`` and ``/etc/group`` naming ``user``.
+* **devices**: a minimal ``/dev`` (null, zero, full, random, urandom, tty, pts, shm), none of the host's.
+* **network**: its own network namespace holding only a loopback interface. The host reaches the controller
+  through a Unix socket (mode 0600) in a directory bound into the session; every request needs the token.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import secrets
 import shutil
 import signal
@@ -38,6 +46,11 @@ SESSION_MARKER_ENV = "RLA_DESKTOP_SESSION"
 _IN_SANDBOX_LIB = "/tmp/.rla/lib"
 _IN_SANDBOX_RUN = "/tmp/.rla/run"
 SESSION_HOME = "/home/user"
+SESSION_UID = SESSION_GID = 1000
+"""The uid and gid of the session's processes inside its user namespace (``user``, as in the docker image)."""
+_SOCKET_NAME = "controller.sock"
+_PASSWD = f"user:x:{SESSION_UID}:{SESSION_GID}:user:{SESSION_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+_GROUP = f"user:x:{SESSION_GID}:\nnogroup:x:65534:\n"
 
 
 _SPAWNER: ThreadPoolExecutor | None = None
@@ -101,6 +114,25 @@ def _wait_gone(pids: list[int], timeout: float) -> None:
         time.sleep(0.01)
 
 
+def host_user() -> tuple[int, int] | None:
+    """The host ``(uid, gid)`` a session runs as when this process is root (``nobody``); None otherwise (as is)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        entry = pwd.getpwnam("nobody")
+        return entry.pw_uid, entry.pw_gid
+    except KeyError:
+        return 65534, 65534
+
+
+def _give_to(root: Path, owner: tuple[int, int]) -> None:
+    """``chown -R`` without following symlinks."""
+    os.lchown(root, *owner)
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.lchown(os.path.join(directory, name), *owner)
+
+
 class SessionError(RlaError, RuntimeError):
     """A local desktop session could not start (missing runtime, controller crashed, timeout)."""
 
@@ -148,7 +180,7 @@ class LocalSession(ClosesOnExit):
         self.home_template = Path(home_template) if home_template is not None else None
         self.session_id = f"rla-desktop-{secrets.token_hex(6)}"
         self.token = secrets.token_urlsafe(32)
-        self.port: int | None = None
+        self.ready = False
         self._dir: Path | None = None
         self._process: subprocess.Popen | None = None
         self._log = None
@@ -162,15 +194,21 @@ class LocalSession(ClosesOnExit):
         return self._dir / "home"
 
     @property
-    def base_url(self) -> str:
-        if self.port is None:
+    def socket_path(self) -> Path:
+        """The host path of the controller's Unix socket."""
+        if self._dir is None or not self.ready:
             raise SessionError("the session is not started")
-        return f"http://127.0.0.1:{self.port}"
+        return self._dir / "run" / _SOCKET_NAME
 
     @property
     def pid(self) -> int | None:
         """The host pid of the session's bwrap (its whole process tree dies with it)."""
         return self._process.pid if self._process is not None else None
+
+    @property
+    def alive(self) -> bool:
+        """Whether the session's bwrap (and so its controller) still runs."""
+        return self._process is not None and self._process.poll() is None
 
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the controller's log."""
@@ -186,21 +224,44 @@ class LocalSession(ClosesOnExit):
         return [
             "bwrap",
             "--ro-bind", "/", "/",
-            "--dev-bind", "/dev", "/dev",
+            "--dev", "/dev",
             "--proc", "/proc",
             "--tmpfs", "/tmp",
             "--tmpfs", "/var/tmp",
             "--tmpfs", "/home",
             "--bind", str(self._dir / "home"), SESSION_HOME,
-            "--ro-bind", str(CONTROLLER_DIR), f"{_IN_SANDBOX_LIB}/controller",
+            "--ro-bind", str(self._dir / "lib"), _IN_SANDBOX_LIB,
             "--bind", str(self._dir / "run"), _IN_SANDBOX_RUN,
-            *(["--ro-bind", str(self.home_template), "/tmp/.rla/home-template"] if self.home_template else []),
-            "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
+            "--ro-bind", str(self._dir / "etc" / "passwd"), "/etc/passwd",
+            "--ro-bind", str(self._dir / "etc" / "group"), "/etc/group",
+            *(["--ro-bind", str(self._dir / "home-template"), "/tmp/.rla/home-template"] if self.home_template else []),
+            "--unshare-user", "--uid", str(SESSION_UID), "--gid", str(SESSION_GID), "--cap-drop", "ALL",
+            "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--hostname", "rla-desktop",
+            "--die-with-parent", "--new-session",
             "--chdir", SESSION_HOME,
-            "--", self.python, "-m", "controller", "--host", "127.0.0.1", "--port", "0",
-            "--port-file", f"{_IN_SANDBOX_RUN}/port", "--screen", f"{width}x{height}",
+            "--", self.python, "-m", "controller", "--unix-socket", f"{_IN_SANDBOX_RUN}/{_SOCKET_NAME}",
+            "--ready-file", f"{_IN_SANDBOX_RUN}/ready", "--screen", f"{width}x{height}",
             *(["--home-template", "/tmp/.rla/home-template"] if self.home_template else []),
         ]
+
+    def _prepare_directory(self) -> None:
+        """The session's host directory: its home, run dir, controller code, passwd/group, home template.
+
+        Everything the session reads is copied here, so a checkout or template the session's user could not
+        read still works; when this process is root the directory is handed to that user.
+        """
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{self.session_id}-"))
+        for name in ("home", "run", "etc"):
+            (self._dir / name).mkdir()
+        shutil.copytree(CONTROLLER_DIR, self._dir / "lib" / "controller",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        (self._dir / "etc" / "passwd").write_text(_PASSWD)
+        (self._dir / "etc" / "group").write_text(_GROUP)
+        if self.home_template is not None:
+            shutil.copytree(self.home_template, self._dir / "home-template", symlinks=True)
+        owner = host_user()
+        if owner is not None:
+            _give_to(self._dir, owner)
 
     def _env(self) -> dict[str, str]:
         env = {
@@ -219,24 +280,28 @@ class LocalSession(ClosesOnExit):
             env["TZ"] = os.environ["TZ"]
         return env
 
-    def start(self) -> str:
-        """Start the session if needed (idempotent); return the controller's base URL."""
-        if self._process is not None and self._process.poll() is None and self.port is not None:
-            return self.base_url
+    def start(self) -> Path:
+        """Start the session if it is not running (a dead one is replaced); return the controller's socket path."""
+        if self.alive and self.ready:
+            return self.socket_path
         self.close()
-        self._dir = Path(tempfile.mkdtemp(prefix=f"{self.session_id}-"))
-        (self._dir / "home").mkdir()
-        (self._dir / "run").mkdir()
+        try:
+            self._prepare_directory()
+        except OSError as exc:
+            self.close()
+            raise SessionError(f"cannot prepare the desktop session's directory: {exc}") from exc
         self._log = open(self._dir / "controller.log", "wb")
+        owner = host_user()
+        as_owner = {} if owner is None else {"user": owner[0], "group": owner[1], "extra_groups": []}
         try:
             self._process = _spawn(self._command(), env=self._env(), stdin=subprocess.DEVNULL, stdout=self._log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT, start_new_session=True, **as_owner)
         except OSError as exc:
             self.close()
             raise SessionError(f"cannot start bwrap for a desktop session: {exc}; {INSTALL_HINT}") from exc
-        port_file = self._dir / "run" / "port"
+        ready_file = self._dir / "run" / "ready"
         deadline = time.monotonic() + self.start_timeout
-        while not port_file.exists():
+        while not ready_file.exists():
             if self._process.poll() is not None:
                 tail = self.log_tail()
                 code = self._process.returncode
@@ -249,8 +314,8 @@ class LocalSession(ClosesOnExit):
                 raise SessionError(f"the desktop session was not ready within {self.start_timeout:.0f} s "
                                    f"(raise start_timeout on a slow machine); its log ends with:\n{tail}")
             time.sleep(0.05)
-        self.port = int(port_file.read_text().strip())
-        return self.base_url
+        self.ready = True
+        return self.socket_path
 
     def close(self) -> None:
         """Kill the session's whole process tree and delete its files (idempotent)."""
@@ -273,4 +338,4 @@ class LocalSession(ClosesOnExit):
         directory, self._dir = getattr(self, "_dir", None), None
         if directory is not None:
             shutil.rmtree(directory, ignore_errors=True)
-        self.port = None
+        self.ready = False

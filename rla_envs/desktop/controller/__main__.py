@@ -1,9 +1,12 @@
 """``python -m controller``: boot the desktop session and serve the controller API until killed.
 
-    RLA_DESKTOP_TOKEN=... python -m controller --host 127.0.0.1 --port 0 --port-file /run/port --screen 1920x1080
+    RLA_DESKTOP_TOKEN=... python -m controller --host 127.0.0.1 --port 0 --ready-file /run/ready --screen 1920x1080
+    RLA_DESKTOP_TOKEN=... python -m controller --unix-socket /run/controller.sock --ready-file /run/ready
 
-``--port 0`` lets the kernel choose a free port; the bound port is printed (``controller listening on
-HOST:PORT``) and, with ``--port-file``, written there (atomically) once the session is ready to serve.
+``--port 0`` lets the kernel choose a free port; ``--unix-socket`` serves on a Unix socket instead (the
+local session, whose network namespace the host cannot reach). The address is printed (``controller
+listening on ADDRESS``) and, with ``--ready-file``, written there (atomically) once the session is ready to
+serve: ``PORT`` for TCP, the socket's path for a Unix socket.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m controller", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1 locally)")
     parser.add_argument("--port", type=int, default=5000, help="TCP port; 0 lets the kernel choose a free one")
-    parser.add_argument("--port-file", type=Path, help="write the bound port here once ready")
+    parser.add_argument("--unix-socket", type=Path, help="serve on this Unix socket instead of TCP (made 0600)")
+    parser.add_argument("--ready-file", type=Path, help="write the bound port (or socket path) here once ready")
     parser.add_argument("--screen", type=_screen, default=(1920, 1080), help="screen size, WIDTHxHEIGHT")
     parser.add_argument("--home-template", type=Path,
                         help="the home template: used as is when it holds files, else made from the seeded home "
@@ -46,20 +50,16 @@ def main(argv: list[str] | None = None) -> int:
               "from the command line", file=sys.stderr)
         return 2
     # Bind first: a busy port fails before anything starts.
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    # IPPROTO_TCP named explicitly: asyncio turns Nagle off only on sockets that say so, and with Nagle on
-    # every small reply waits out the client's 40 ms delayed ACK.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
-        sock.bind((args.host, args.port))
+        sock = _listening_socket(args)
     except OSError as exc:
-        print(f"controller: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        where = args.unix_socket or f"{args.host}:{args.port}"
+        print(f"controller: cannot listen on {where}: {exc}", file=sys.stderr)
         return 1
 
     import uvicorn
 
+    from controller.action_runner import ActionRunner
     from controller.app import State, create_app
     from controller.boot import boot_desktop, stop_desktop
     from controller.home import HomeTemplate
@@ -77,8 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     desktop = boot_desktop(width, height)
     tracker = ProcessTracker(desktop.env, str(home))
     _warm_up_accessibility()
+    actions = ActionRunner(desktop.env, str(home), adopt=tracker.adopt)
+    actions.start()
     tracker.mark_core()
-    state = State(env=desktop.env, home=home, tracker=tracker, template=template, screen=Screen(), token=token)
+    state = State(env=desktop.env, home=home, tracker=tracker, template=template, screen=Screen(), token=token,
+                  actions=actions)
     app = create_app(state)
 
     import pyautogui  # needs $DISPLAY, set by boot_desktop
@@ -87,19 +90,46 @@ def main(argv: list[str] | None = None) -> int:
     pyautogui.FAILSAFE = False   # a click in the top-left corner is a legal action here
 
     sock.listen(128)
-    host, port = sock.getsockname()[:2]
-    print(f"controller listening on {host}:{port} (display {desktop.display})", flush=True)
-    if args.port_file is not None:
-        with tempfile.NamedTemporaryFile("w", dir=args.port_file.parent, delete=False) as handle:
-            handle.write(f"{port}\n")
-        os.replace(handle.name, args.port_file)
+    if args.unix_socket is not None:
+        address, ready = str(args.unix_socket), str(args.unix_socket)
+    else:
+        host, port = sock.getsockname()[:2]
+        address, ready = f"{host}:{port}", str(port)
+    print(f"controller listening on {address} (display {desktop.display})", flush=True)
+    if args.ready_file is not None:
+        with tempfile.NamedTemporaryFile("w", dir=args.ready_file.parent, delete=False) as handle:
+            handle.write(f"{ready}\n")
+        os.replace(handle.name, args.ready_file)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     try:
         server.run(sockets=[sock])  # until SIGTERM or SIGINT
     finally:
+        actions.close()
         tracker.kill_apps(include_core=True)  # the apps, then Xvfb, the buses (and their children), openbox
         stop_desktop(desktop)
     return 0
+
+
+def _listening_socket(args: argparse.Namespace) -> socket.socket:
+    """The bound (not yet listening) socket: the Unix socket ``--unix-socket`` (mode 0600), else TCP."""
+    if args.unix_socket is not None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if args.unix_socket.exists():
+            args.unix_socket.unlink()
+        old_umask = os.umask(0o177)
+        try:
+            sock.bind(str(args.unix_socket))
+        finally:
+            os.umask(old_umask)
+        return sock
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    # IPPROTO_TCP named explicitly: asyncio turns Nagle off only on sockets that say so, and with Nagle on
+    # every small reply waits out the client's 40 ms delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((args.host, args.port))
+    return sock
 
 
 def _warm_up_accessibility() -> None:

@@ -1,4 +1,10 @@
-"""The controller's HTTP API: OSWorld's routes and payloads plus ``/rla/*``, every one behind the token."""
+"""The controller's HTTP API: OSWorld's routes and payloads plus ``/rla/*``, every one behind the token.
+
+Every route is bounded in time: commands, window waits and agents' actions by a timeout (the caller's, at
+most the route's ceiling), the rest by what it does (a screenshot, a file). Agents' pyautogui code runs in
+a worker process (:mod:`controller.action_runner`), never here, so ``/rla/reset`` can always take the
+desktop back from it.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from fastapi import FastAPI, File, Form, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 
 from controller import a11y, windows
+from controller.action_runner import ActionRunner
 from controller.home import HomeTemplate
 from controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSIONS, TEXT_EXTENSIONS, WRITER_EXTENSIONS, opener_for
 from controller.processes import CommandError, ProcessTracker, normalise_command
@@ -25,6 +32,11 @@ __all__ = ["State", "create_app"]
 
 EXECUTE_TIMEOUT_S = 110.0  # under the client's 120 s, so a slow command gets this server's clear reply
 OPEN_FILE_TIMEOUT_S = 50.0
+ACTION_TIMEOUT_S = 60.0
+"""An action's time bound when the request names none."""
+MAX_TIMEOUT_S = 600.0
+"""The longest any route waits, whatever the request asks."""
+GUI_LOCK_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -37,6 +49,7 @@ class State:
     template: HomeTemplate
     screen: Screen
     token: str
+    actions: ActionRunner
 
 
 def _expand(path: str, home: Path) -> Path:
@@ -56,6 +69,14 @@ def _release_input(size: tuple[int, int]) -> None:
     pyautogui.moveTo(size[0] // 2, size[1] // 2)
 
 
+def _timeout(data: dict, key: str, default: float) -> float:
+    """``data[key]`` as seconds within (0, MAX_TIMEOUT_S], ``default`` when absent; CommandError when not a number."""
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise CommandError(f"expected {key!r} to be a positive number of seconds; got {value!r:.40}")
+    return min(float(value), MAX_TIMEOUT_S)
+
+
 def _json_body(data: Any) -> dict:
     if not isinstance(data, dict):
         raise CommandError(f"expected a JSON object body; got {type(data).__name__}")
@@ -66,7 +87,7 @@ def create_app(state: State) -> FastAPI:
     """The FastAPI app serving ``state``'s session."""
     app = FastAPI(title="rla desktop controller", docs_url=None, redoc_url=None, openapi_url=None)
     expected = f"Bearer {state.token}".encode()
-    gui_lock = threading.Lock()          # pyautogui and Xlib input are not thread-safe
+    gui_lock = threading.Lock()          # the controller's own pyautogui calls (Xlib is not thread-safe)
     a11y_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a11y")  # libatspi on one thread
 
     @app.middleware("http")
@@ -116,8 +137,13 @@ def create_app(state: State) -> FastAPI:
     def cursor_position():
         import pyautogui
 
-        with gui_lock:
+        if not gui_lock.acquire(timeout=GUI_LOCK_TIMEOUT_S):
+            return JSONResponse({"status": "error", "message": "the pointer is busy (a reset is letting go of "
+                                 "held keys); ask again"}, status_code=503)
+        try:
             x, y = pyautogui.position()
+        finally:
+            gui_lock.release()
         return [int(x), int(y)]
 
     @app.get("/platform")
@@ -129,7 +155,7 @@ def create_app(state: State) -> FastAPI:
         data = _json_body(data)
         shell = bool(data.get("shell", False))
         command = normalise_command(data.get("command"), shell, str(state.home))
-        timeout = float(data.get("timeout", EXECUTE_TIMEOUT_S))
+        timeout = _timeout(data, "timeout", EXECUTE_TIMEOUT_S)
         try:
             return state.tracker.execute(command, shell=shell, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -161,26 +187,21 @@ def create_app(state: State) -> FastAPI:
         data = _json_body(data)
         code = data.get("code")
         if not isinstance(code, str):
-            raise CommandError(f"expected 'code' to be a string of Python; got {code!r}")
-        import pyautogui
-
-        if not gui_lock.acquire(timeout=60):
-            return {"status": "error", "error": "another pyautogui request is still running (waited 60 s)"}
-        try:
-            exec(compile(code, "<action>", "exec"), {"pyautogui": pyautogui, "time": time, "__name__": "__action__"})
-        except BaseException as exc:  # SystemExit too: an action must not stop the server
-            return {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-        finally:
-            gui_lock.release()
-        return {"status": "success", "error": ""}
+            raise CommandError(f"expected 'code' to be a string of Python; got {code!r:.80}")
+        return state.actions.run(code, _timeout(data, "timeout", ACTION_TIMEOUT_S))
 
     @app.post("/rla/reset")
     def reset():
         started = time.monotonic()
-        killed = state.tracker.kill_apps()
+        state.actions.reset()  # first: a wedged action must not hold the desktop
+        killed = state.tracker.kill_apps(spare={state.actions.pid} - {None})
         state.template.restore()
-        with gui_lock:
-            _release_input(state.screen.size())
+        if gui_lock.acquire(timeout=GUI_LOCK_TIMEOUT_S):
+            try:
+                _release_input(state.screen.size())
+            finally:
+                gui_lock.release()
+        state.actions.start()
         return {"status": "success", "killed": killed, "seconds": round(time.monotonic() - started, 3)}
 
     # ------------------------------------------------------------------ files
@@ -208,7 +229,7 @@ def create_app(state: State) -> FastAPI:
         raw = data.get("path")
         if not isinstance(raw, str) or not raw:
             return PlainTextResponse("Path not supplied!", status_code=400)
-        timeout = float(data.get("timeout_seconds", OPEN_FILE_TIMEOUT_S))
+        timeout = _timeout(data, "timeout_seconds", OPEN_FILE_TIMEOUT_S)
         path = _expand(raw, state.home)
         if path.exists():
             command = opener_for(path)

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 __all__ = ["ProcessTracker", "normalise_command", "CommandError"]
 
@@ -104,10 +104,15 @@ class ProcessTracker:
             self._reaper = threading.Thread(target=self._reap_forever, name="reaper", daemon=True)
             self._reaper.start()
 
-    def apps(self, *, include_core: bool = False) -> list[int]:
-        """The pids of the non-core (or all) descendants that are still running (not zombies)."""
+    def apps(self, *, include_core: bool = False, spare: Collection[int] = ()) -> list[int]:
+        """The pids of the non-core (or all) descendants that are still running (not zombies), less ``spare``."""
         return [pid for pid, (_, state, start) in self.descendants().items()
-                if (include_core or (pid, start) not in self._core) and state != "Z"]
+                if (include_core or (pid, start) not in self._core) and state != "Z" and pid not in spare]
+
+    def adopt(self, process: subprocess.Popen) -> None:
+        """Collect the exit of a child started elsewhere through its own Popen (which then sees its exit code)."""
+        with self._lock:
+            self._owned[process.pid] = process
 
     def _reap(self) -> None:
         """Collect exited children: those a Popen owns through it, orphans adopted by us directly."""
@@ -165,10 +170,11 @@ class ProcessTracker:
                     "error": err.read().decode(errors="replace"), "returncode": returncode}
 
     # ------------------------------------------------------------------ reset
-    def kill_apps(self, timeout: float = 5.0, *, include_core: bool = False) -> int:
+    def kill_apps(self, timeout: float = 5.0, *, include_core: bool = False, spare: Collection[int] = ()) -> int:
         """SIGKILL every non-core process of the session and wait until they are reaped; return how many.
 
-        With ``include_core`` the core goes too (the controller is shutting down).
+        With ``include_core`` the core goes too (the controller is shutting down); the pids in ``spare`` stay
+        (their children do not).
 
         A killed multi-threaded app shows as a zombie before its last thread has exited, and cannot be
         reaped until then, so this waits for the pids to leave /proc, not just to turn into zombies.
@@ -176,7 +182,7 @@ class ProcessTracker:
         killed: set[int] = set()
         deadline = time.monotonic() + timeout
         while True:
-            for pid in self.apps(include_core=include_core):
+            for pid in self.apps(include_core=include_core, spare=spare):
                 try:
                     os.kill(pid, signal.SIGKILL)
                     killed.add(pid)
@@ -184,7 +190,7 @@ class ProcessTracker:
                     pass
             self._reap()
             pending = [pid for pid in killed if os.path.exists(f"/proc/{pid}")]
-            if (not pending and not self.apps(include_core=include_core)) or time.monotonic() > deadline:
+            if (not pending and not self.apps(include_core=include_core, spare=spare)) or time.monotonic() > deadline:
                 return len(killed)
             time.sleep(0.005)
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
-from rla_envs.desktop.client import ControllerClient
+from rla_envs.desktop.client import ControllerClient, ControllerError
 from rla_envs.desktop.providers.base import DesktopProvider
 from rla_envs.desktop.session import LocalSession
 
 __all__ = ["LocalProvider"]
+
+logger = logging.getLogger(__name__)
 
 
 class LocalProvider(DesktopProvider):
@@ -51,10 +54,13 @@ class LocalProvider(DesktopProvider):
         return self._session
 
     def start(self) -> ControllerClient:
-        if self._client is not None and self._session.pid is not None:
+        """The running session's client; a session whose controller died is replaced by a fresh one."""
+        if self._client is not None and self._session.alive:
             return self._client
-        base_url = self._session.start()
-        client = ControllerClient(base_url, self._session.token, timeout=self._request_timeout)
+        self._drop_client()
+        socket_path = self._session.start()
+        client = ControllerClient("http://rla-desktop", self._session.token, timeout=self._request_timeout,
+                                  unix_socket=str(socket_path))
         try:
             client.wait_ready(timeout=self._session.start_timeout)
         except Exception:
@@ -65,12 +71,23 @@ class LocalProvider(DesktopProvider):
         return client
 
     def reset(self) -> None:
-        self.start().reset_session()
+        """Close the apps and restore the home; a session that does not answer is replaced by a fresh one."""
+        try:
+            self.start().reset_session()
+        except ControllerError as exc:
+            logger.warning("the local desktop session did not reset (%s); starting a fresh one; its log ends "
+                           "with:\n%s", exc, self._session.log_tail(1000))
+            self._drop_client()
+            self._session.close()
+            self.start()
 
-    def close(self) -> None:
+    def _drop_client(self) -> None:
         client, self._client = getattr(self, "_client", None), None
         if client is not None:
             client.close()
+
+    def close(self) -> None:
+        self._drop_client()
         session = getattr(self, "_session", None)
         if session is not None:
             session.close()

@@ -24,8 +24,9 @@ ROUTES = [
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong-token"}, {"Authorization": ""}],
                          ids=["no-token", "wrong-token", "empty"])
 def test_every_route_refuses_a_request_without_the_token(local_provider, headers):
-    base_url = local_provider.start().base_url
-    with httpx.Client(base_url=base_url, timeout=30) as http:
+    local_provider.start()
+    transport = httpx.HTTPTransport(uds=str(local_provider.session.socket_path))
+    with httpx.Client(base_url="http://rla-desktop", transport=transport, timeout=30) as http:
         for method, path in ROUTES:
             response = http.request(method, path, headers=headers, json={"command": "touch /tmp/pwned"})
             assert response.status_code == 401, (method, path, response.status_code, response.text[:200])

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import socket
+import stat
 
 import pytest
 
 from rla_envs.desktop.session import SESSION_MARKER_ENV
-from tests.rla_envs.desktop.conftest import listening_addresses, wait_until
+from tests.rla_envs.desktop.conftest import wait_until
 
 desktop = pytest.mark.desktop
 
@@ -29,11 +32,62 @@ def session_processes(session_id: str) -> list[int]:
 
 
 @desktop
-def test_the_server_listens_on_loopback_only(local_provider):
+def test_the_controller_is_reached_only_through_its_socket_and_the_session_has_no_network(local_provider):
     client = local_provider.start()
-    port = int(client.base_url.rsplit(":", 1)[1])
-    # 0100007F is 127.0.0.1 as /proc/net/tcp writes it (little-endian hex); nothing on tcp6 or any address
-    assert listening_addresses(port) == [("tcp", "0100007F")]
+    socket_path = local_provider.session.socket_path
+    assert stat.S_ISSOCK(socket_path.lstat().st_mode) and stat.S_IMODE(socket_path.lstat().st_mode) == 0o600
+    # the session's own network namespace: a loopback interface and nothing else ...
+    interfaces = client.execute(["sh", "-c", "tail -n +3 /proc/net/dev | cut -d: -f1"])["output"].split()
+    assert interfaces == ["lo"]
+    # ... so a server on the host's loopback is out of its reach
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)"
+        reply = client.execute(["python", "-c", probe])
+    assert reply["returncode"] != 0 and "ConnectionRefusedError" in reply["error"]
+
+
+AGENT_PROBE = """
+import json, os, stat
+status = dict(line.split(':', 1) for line in open('/proc/self/status'))
+devices = {}
+for name in sorted(os.listdir('/sys/block')):   # the host's block devices (sysfs is the host's, read-only)
+    for mode in (os.O_RDONLY, os.O_WRONLY):
+        try:
+            os.close(os.open('/dev/' + name, mode))
+            devices[name] = 'opened'
+        except OSError as error:
+            devices.setdefault(name, error.strerror)
+try:
+    os.mknod('/tmp/disk', 0o600 | stat.S_IFBLK, os.makedev(254, 0))
+    made = 'made'
+except OSError as error:
+    made = error.strerror
+json.dump({'uid': os.getuid(), 'cap_eff': status['CapEff'].strip(), 'cap_bnd': status['CapBnd'].strip(),
+           'devices': devices, 'mknod': made, 'dev': sorted(os.listdir('/dev')),
+           'shadow': os.access('/etc/shadow', os.R_OK)}, open('/home/user/probe.json', 'w'))
+"""
+MINIMAL_DEV = {"core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout", "tty",
+               "urandom", "zero"}
+
+
+@desktop
+def test_agent_code_has_no_capabilities_and_cannot_open_the_hosts_block_devices(local_provider):
+    client = local_provider.start()
+    local_provider.reset()
+    host_disks = sorted(os.listdir("/sys/block"))
+    assert client.run_pyautogui(AGENT_PROBE) == {"status": "success", "error": ""}
+    probe = json.loads((local_provider.session.home / "probe.json").read_text())
+    assert probe["cap_eff"] == probe["cap_bnd"] == "0000000000000000"
+    assert probe["uid"] == 1000 and not probe["shadow"]
+    assert sorted(probe["devices"]) == host_disks and "opened" not in probe["devices"].values(), probe["devices"]
+    assert probe["mknod"] != "made"
+    assert set(probe["dev"]) <= MINIMAL_DEV
+    # on the host, the session's processes run as nobody when this process is root (they own nothing here)
+    if os.geteuid() == 0:
+        uids = {int(open(f"/proc/{pid}/status").read().split("Uid:")[1].split()[1])
+                for pid in session_processes(local_provider.session.session_id)}
+        assert 0 not in uids
 
 
 @desktop
