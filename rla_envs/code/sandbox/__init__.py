@@ -37,8 +37,9 @@ BACKENDS: dict[str, str] = {
 def make_sandbox(backend: str = "local", **kwargs) -> Sandbox:
     """Build the sandbox ``backend`` (``"local"``); keyword arguments go to its constructor.
 
-    ``local`` takes ``slots`` (concurrent sessions, one uid each), ``uid_base`` and ``unsafe`` (run
-    without confinement on a machine that cannot confine — only for code you trust).
+    ``local`` takes ``slots`` (concurrent sessions, one uid each), ``uid_base``, ``packages`` (what a
+    program may import beyond the standard library; none by default) and ``unsafe`` (run without
+    confinement on a machine that cannot confine — only for code you trust).
     """
     import importlib
 

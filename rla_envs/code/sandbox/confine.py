@@ -8,11 +8,13 @@ Layout of the confinement (see :mod:`rla_envs.code.sandbox.forkserver`):
 
 * the fork server (root) enters, once, a new mount namespace where ``/tmp``, ``/var/tmp``, ``/dev/shm``,
   ``/home``, ``/root``, ``/mnt``, ``/media``, ``/srv`` are empty private tmpfs (the Python prefix is
-  bound back read-only when it lives below one of them) and a new, empty network namespace;
+  bound back read-only when it lives below one of them), every directory of installed Python packages
+  is an empty read-only tmpfs holding only the allow-listed packages (see :mod:`.readable`), and a new,
+  empty network namespace;
 * each session gets a new PID + mount namespace with a fresh ``/proc``, its own uid, rlimits, a
-  Landlock domain (read: Python, system libraries; write: its work dir only; no TCP; no signals or
-  abstract sockets outside its domain) and a seccomp filter (no sockets but AF_UNIX, no ptrace, no
-  mount, no namespaces, no kernel keyring, bpf, perf or io_uring).
+  Landlock domain (read: the standard library, system libraries, allow-listed packages; write: its work
+  dir only; no TCP; no signals or abstract sockets outside its domain) and a seccomp filter (no sockets
+  but AF_UNIX, no ptrace, no mount, no namespaces, no kernel keyring, bpf, perf or io_uring).
 """
 
 from __future__ import annotations
