@@ -202,6 +202,36 @@ def _time_limit(seconds: float):
     return TimeLimit()
 
 
+def _progress_bar(description: str):
+    """A TrainerCallback that shows one progress bar (true total: the trainer's max_steps) with the latest loss.
+
+    It stands in for transformers' own progress and printer callbacks, which print every log dict as a line.
+    """
+    from tqdm.auto import tqdm
+    from transformers import TrainerCallback
+
+    class ProgressBar(TrainerCallback):
+        bar = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.bar = tqdm(total=state.max_steps, desc=description, unit="step", leave=False)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.bar is not None:
+                self.bar.update(state.global_step - self.bar.n)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if self.bar is not None and logs and "loss" in logs:
+                self.bar.set_postfix(loss=f"{float(logs['loss']):.3f}")
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
+
+    return ProgressBar()
+
+
 def sft_warm_start(model_path_or_model, tokenizer, dataset, *, steps: int = 300, lr: float = 1e-3,
                    batch_size: int = 8, output_dir: str | os.PathLike, time_limit_s: float | None = None,
                    max_length: int | None = 2048, seed: int = 0, progress: bool = True,
@@ -220,12 +250,13 @@ def sft_warm_start(model_path_or_model, tokenizer, dataset, *, steps: int = 300,
         time_limit_s: stop early once training has run this long (None: run all ``steps``).
         max_length: longest tokenized example (longer ones are truncated).
         seed: the trainer's seed (data order, init of nothing else).
-        progress: show the trainer's progress bar.
+        progress: show a progress bar (TRL's per-log printing stays quiet either way).
         log_history: a list extended with the trainer's log entries (loss per logging step, ...).
         **config: further :class:`trl.SFTConfig` fields (e.g. ``lr_scheduler_type``, ``warmup_steps``).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.trainer_callback import PrinterCallback
     from trl import SFTConfig, SFTTrainer
 
     if type(steps) is not int or steps < 1:
@@ -247,13 +278,17 @@ def sft_warm_start(model_path_or_model, tokenizer, dataset, *, steps: int = 300,
                     per_device_train_batch_size=batch_size, gradient_accumulation_steps=1,
                     use_cpu=not torch.cuda.is_available(),
                     report_to="none", bf16=False, fp16=False, save_strategy="no", logging_steps=max(1, steps // 20),
-                    disable_tqdm=not progress, max_length=max_length, completion_only_loss=True, packing=False,
+                    disable_tqdm=True, max_length=max_length, completion_only_loss=True, packing=False,
                     dataloader_num_workers=0, seed=seed, data_seed=seed, warmup_steps=min(20, steps // 10),
                     lr_scheduler_type="cosine", dataset_num_proc=None,
                     activation_checkpointing=False)  # TRL turns it on by default: pure recompute cost for tiny models
     settings.update(config)
+    callbacks = [_time_limit(time_limit_s)] if time_limit_s is not None else []
+    if progress:
+        callbacks.append(_progress_bar("warm start: SFT"))
     trainer = SFTTrainer(model=model, args=SFTConfig(**settings), train_dataset=dataset, processing_class=tokenizer,
-                         callbacks=[_time_limit(time_limit_s)] if time_limit_s is not None else None)
+                         callbacks=callbacks)
+    trainer.remove_callback(PrinterCallback)      # it prints every log dict; the history is kept in log_history
     trainer.train()
     if log_history is not None:
         log_history.extend(trainer.state.log_history)
@@ -327,7 +362,7 @@ def choice_sft(model, tokenizer, dataset, *, steps: int = 300, lr: float = 3e-3,
     order: list[int] = []
     model.train()
     started = time.perf_counter()
-    bar = tqdm(range(steps), desc="listwise warm start", unit="step", disable=not progress, leave=False)
+    bar = tqdm(range(steps), desc="warm start: listwise", unit="step", disable=not progress, leave=False)
     try:
         for step in bar:
             if time_limit_s is not None and time.perf_counter() - started >= time_limit_s:

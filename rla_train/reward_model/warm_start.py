@@ -107,7 +107,7 @@ def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-
     losses: list[float] = []
     started = time.perf_counter()
     model.train()
-    bar = tqdm(range(steps), desc="reward-model warm start", unit="step", disable=not progress, leave=False)
+    bar = tqdm(range(steps), desc="warm start: reward model", unit="step", disable=not progress, leave=False)
     try:
         for step in bar:
             while len(order) < batch_size:
