@@ -193,6 +193,8 @@ class HandCodedExpert:
 
     def __init__(self, task_type: str, pddl_params: Mapping[str, Any], *, seed: int | None = 0,
                  max_steps: int = 200, close_opened: bool = False):
+        if not isinstance(task_type, str):
+            raise InvalidTask(f"the hand-coded expert needs a task type string, got {type(task_type).__name__}")
         if not isinstance(pddl_params, Mapping) or "object_target" not in pddl_params:
             raise InvalidTask(f"the hand-coded expert needs pddl_params with an 'object_target', got {pddl_params!r}")
         self.task_type = task_type

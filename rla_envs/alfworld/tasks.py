@@ -29,7 +29,8 @@ from rla_envs.core.files import atomic_write_json, cache_dir
 from rla_envs.core.task import Task, thaw
 
 __all__ = [
-    "FAMILY", "DEFAULT_N_PER_TYPE", "GENERATOR_VERSION", "GOAL_FORBIDDEN_CHARACTERS", "domain_and_grammar",
+    "FAMILY", "DEFAULT_N_PER_TYPE", "GENERATOR_VERSION", "GOAL_FORBIDDEN_CHARACTERS", "SPEC_FIELDS", "check_spec",
+    "domain_and_grammar",
     "grammar_with_goal",
     "task_from_game", "game_from_task", "scene_from_task", "game_from_scene", "generated_tasks", "dataset_tasks",
 ]
@@ -117,6 +118,7 @@ def game_from_task(task: Task | Mapping[str, Any]) -> dict:
     spec = thaw(task.spec)
     if "pddl_problem" not in spec:
         raise InvalidTask(f"task {task.id} has no spec['pddl_problem']; its spec keys are {sorted(spec)}")
+    check_spec(spec, task.id)
     domain, grammar = domain_and_grammar()
     return {
         "pddl_domain": domain,
@@ -125,6 +127,29 @@ def game_from_task(task: Task | Mapping[str, Any]) -> dict:
         "solvable": True,
         "walkthrough": list(spec.get("walkthrough") or []),
     }
+
+
+#: The type of each field an ALFWorld spec may hold (``pddl_params`` values: str, or bool for ``object_sliced``).
+SPEC_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "pddl_problem": str, "goal": str, "task_type": str, "pddl_params": Mapping, "walkthrough": list,
+    "floor_plan": str,
+}
+
+
+def check_spec(spec: Mapping[str, Any], task_id: str = "") -> None:
+    """Raise ``InvalidTask`` naming the field unless every field of an ALFWorld spec has the type it needs."""
+    where = f"task {task_id}: " if task_id else ""
+    for key, value in spec.items():
+        expected = SPEC_FIELDS.get(key)
+        if expected is not None and value is not None and not isinstance(value, expected):
+            raise InvalidTask(f"{where}spec[{key!r}] must be a {getattr(expected, '__name__', expected)}, "
+                              f"got {type(value).__name__} {value!r:.60}")
+    for key, value in (spec.get("pddl_params") or {}).items():
+        if not isinstance(value, (str, bool)):
+            raise InvalidTask(f"{where}spec['pddl_params'][{key!r}] must be a string (or a bool for object_sliced), "
+                              f"got {type(value).__name__} {value!r:.60}")
+    if not all(isinstance(command, str) for command in spec.get("walkthrough") or []):
+        raise InvalidTask(f"{where}spec['walkthrough'] must be a list of command strings")
 
 
 def scene_from_task(task: Task):

@@ -3,6 +3,7 @@
 from rla_envs.core.env import TaskEnv, Transition
 from rla_envs.core.errors import (
     DataNotFound,
+    InvalidFile,
     InvalidTask,
     MissingDependency,
     ResetNeeded,
@@ -19,5 +20,5 @@ from rla_envs.core.task import Task
 __all__ = [
     "Task", "TaskEnv", "Transition", "PrintableText", "TaskFamily", "get_family",
     "RlaError", "TaskError", "TaskNotFound", "InvalidTask", "RewriteRejected", "TaskGenerationError",
-    "ResetNeeded", "DataNotFound", "MissingDependency",
+    "ResetNeeded", "InvalidFile", "DataNotFound", "MissingDependency",
 ]

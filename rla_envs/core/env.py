@@ -61,6 +61,7 @@ class TaskEnv(gym.Env):
         self.task: Task | None = None
         self._step_count = 0
         self._episode_over = True
+        self._reset_failure: str | None = None  # why the last reset() failed, for step()'s error
         self._last_observation = ""
 
     # ----------------------------------------------------------------- family API
@@ -125,15 +126,23 @@ class TaskEnv(gym.Env):
 
     # ----------------------------------------------------------------- gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        options = options or {}
-        if options.get("task") is not None:
-            task = self._coerce_task(options["task"])
-        else:
-            task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
-        self.task = None  # no episode until the new one has begun: a failed _begin leaves nothing to step()
+        self.task = None  # no episode until the new one has begun: a failed reset leaves nothing to step()
         self._episode_over = True
-        observation, family_info = self._begin(task)
+        self._reset_failure = "reset() is running"
+        try:
+            super().reset(seed=seed)
+            if options is not None and not isinstance(options, Mapping):
+                raise InvalidTask(f"reset(options=...) takes a dict such as {{'task': task}} or None, "
+                                  f"got {type(options).__name__} {options!r:.60}")
+            if (options or {}).get("task") is not None:
+                task = self._coerce_task(options["task"])
+            else:
+                task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
+            observation, family_info = self._begin(task)
+        except BaseException as exc:
+            self._reset_failure = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            raise
+        self._reset_failure = None
         self.task = task
         self._step_count = 0
         self._episode_over = False
@@ -143,10 +152,7 @@ class TaskEnv(gym.Env):
         return observation, info
 
     def step(self, action: Any):
-        if self.task is None:
-            raise ResetNeeded(f"{type(self).__name__}.step() called before reset(); call env.reset() first")
-        if self._episode_over:
-            raise ResetNeeded(f"{type(self).__name__}.step() called after the episode ended; call env.reset()")
+        self._check_episode_running()
         self._step_count += 1
         problem = self._action_problem(action)
         if problem is not None:
@@ -170,6 +176,17 @@ class TaskEnv(gym.Env):
         return None
 
     # ----------------------------------------------------------------- helpers
+    def _check_episode_running(self) -> None:
+        """Raise ``ResetNeeded`` saying why no episode runs: never reset, the last reset failed, or it ended."""
+        name = type(self).__name__
+        if self.task is None and self._reset_failure:
+            raise ResetNeeded(f"{name}.step(): the last reset() failed ({self._reset_failure}); "
+                              "reset again, with a valid task")
+        if self.task is None:
+            raise ResetNeeded(f"{name}.step() called before reset(); call env.reset() first")
+        if self._episode_over:
+            raise ResetNeeded(f"{name}.step() called after the episode ended; call env.reset()")
+
     def _action_problem(self, action: Any) -> str | None:
         """Feedback text when an action cannot be sent to the game at all, else None."""
         if not isinstance(action, str):

@@ -9,7 +9,8 @@ can catch either::
     │   ├── InvalidTask             (ValueError)        a task that cannot be built or played
     │   │   └── RewriteRejected                         a rewrite/mutation proposal that was refused
     │   └── TaskGenerationError     (RuntimeError)      a generator that could not produce a task
-    ├── ResetNeeded                 (RuntimeError)      step() before reset() or after the episode ended
+    ├── ResetNeeded                 (RuntimeError)      step() before reset(), after a failed reset() or after the end
+    ├── InvalidFile                 (ValueError)        a saved file (a TaskPool, ...) whose content cannot be read back
     ├── DataNotFound                (FileNotFoundError) a data set the user pointed at is missing
     └── MissingDependency           (ImportError)       an optional dependency is not installed
 """
@@ -27,6 +28,7 @@ __all__ = [
     "RewriteRejected",
     "TaskGenerationError",
     "ResetNeeded",
+    "InvalidFile",
     "DataNotFound",
     "MissingDependency",
     "did_you_mean",
@@ -61,7 +63,11 @@ class TaskGenerationError(TaskError, RuntimeError):
 
 
 class ResetNeeded(RlaError, RuntimeError):
-    """``step()`` was called before ``reset()`` or after the episode ended."""
+    """``step()`` was called before ``reset()``, after a ``reset()`` that failed, or after the episode ended."""
+
+
+class InvalidFile(RlaError, ValueError):
+    """A file rla saved (a TaskPool, ...) whose content is not what it wrote; the message names the file and field."""
 
 
 class DataNotFound(RlaError, FileNotFoundError):

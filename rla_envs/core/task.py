@@ -67,6 +67,30 @@ def _canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _check_text(value: str, where: str) -> None:
+    """Raise ``InvalidTask`` naming ``where`` if ``value`` cannot be written as UTF-8 (a lone surrogate)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidTask(f"{where} holds {value[exc.start:exc.end]!r} at character {exc.start}, a lone surrogate "
+                          "that is not valid Unicode; fix the text (it was probably decoded from broken bytes)") from None
+
+
+def _check_texts(value: Any, where: str) -> None:
+    """:func:`_check_text` on every string (keys too) inside a JSON-like value, naming its path (``spec.a[0]``)."""
+    pending = [(value, where)]
+    while pending:
+        item, path = pending.pop()
+        if isinstance(item, str):
+            _check_text(item, path)
+        elif isinstance(item, Mapping):
+            for key, child in item.items():
+                _check_text(str(key), f"a key of {path}")
+                pending.append((child, f"{path}.{key}"))
+        elif isinstance(item, (list, tuple)):
+            pending.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+
+
 def content_id(family: str, instruction: str, spec: Mapping[str, Any]) -> str:
     """The content hash that identifies a task: ``"<family>:<16 hex digits>"``."""
     payload = _canonical_json({"family": family, "instruction": instruction, "spec": thaw(spec)})
@@ -105,11 +129,22 @@ class Task:
         if self.origin not in ORIGINS:
             raise InvalidTask(f"Task.origin must be one of {ORIGINS}, got {self.origin!r}")
         if self.parent is not None and not isinstance(self.parent, str):
-            raise InvalidTask(f"Task.parent must be a task id (str) or None, got {self.parent!r}")
+            raise InvalidTask(f"Task.parent must be a task id (str) or None, got {self.parent!r:.80}")
+        if not isinstance(self.meta, Mapping):
+            raise InvalidTask(f"Task.meta must be a mapping, got {type(self.meta).__name__}")
+        if not isinstance(self.id, str):
+            raise InvalidTask(f"Task.id must be a string (empty: the content hash), got {type(self.id).__name__}")
+        for name in ("family", "instruction", "parent", "id"):
+            if getattr(self, name) is not None:
+                _check_text(getattr(self, name), f"Task.{name}")
         try:
             _canonical_json({"spec": thaw(self.spec), "meta": thaw(self.meta)})
+        except RecursionError:
+            raise InvalidTask("Task.spec or Task.meta is nested too deeply to be JSON (thousands of levels)") from None
         except (TypeError, ValueError) as exc:
             raise InvalidTask(f"Task.spec and Task.meta must be JSON-serialisable: {exc}") from None
+        _check_texts(self.spec, "Task.spec")
+        _check_texts(self.meta, "Task.meta")
         object.__setattr__(self, "spec", freeze(self.spec))
         object.__setattr__(self, "meta", freeze(self.meta))
         if not self.id:

@@ -77,8 +77,11 @@ class FileCache:
             kind: ``"download"`` or ``"cloud_file"`` (which of OSWorld's cache layouts apply).
         """
         for candidate in self.candidates(url, task_id=task_id, dest=dest, kind=kind):
-            if candidate.is_file():
-                return candidate
+            try:
+                if candidate.is_file():
+                    return candidate
+            except (OSError, ValueError):  # a name too long for the file system, a NUL: not in the cache
+                continue
         return None
 
     def candidates(self, url: str, *, task_id: str | None = None, dest: str | None = None,

@@ -52,10 +52,25 @@ def file_entries(config: Mapping[str, Any]) -> tuple[list[str], list[str], set[i
     return paths, dests, gives
 
 
-def _target(ctx: EvalContext, dest: str) -> Path:
+NAME_MAX_BYTES = 255
+"""The longest file (or folder) name Linux file systems take, in bytes."""
+
+
+def dest_problem(dest: str) -> str | None:
+    """Why a getter's ``dest`` cannot be a file under the evaluation folder, or None when it can."""
     name = PurePosixPath(dest)
     if name.is_absolute() or ".." in name.parts:
-        raise EvaluationError(f"'dest' must be a file name, got {dest!r}")
+        return f"'dest' must be a file name, got {dest!r:.80}"
+    if any(len(part.encode("utf-8", "surrogatepass")) > NAME_MAX_BYTES or "\x00" in part for part in name.parts):
+        return f"'dest' {dest[:40]!r}... has a name longer than {NAME_MAX_BYTES} bytes (or a NUL); shorten it"
+    return None
+
+
+def _target(ctx: EvalContext, dest: str) -> Path:
+    problem = dest_problem(dest)
+    if problem:
+        raise EvaluationError(problem)
+    name = PurePosixPath(dest)
     target = ctx.workdir / name
     target.parent.mkdir(parents=True, exist_ok=True)
     return target

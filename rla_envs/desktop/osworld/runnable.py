@@ -24,7 +24,7 @@ from typing import Any
 from rla_envs.core.task import Task
 from rla_envs.desktop.controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSIONS, TEXT_EXTENSIONS, WRITER_EXTENSIONS
 from rla_envs.desktop.osworld.cache import FileCache
-from rla_envs.desktop.osworld.getters import GETTERS
+from rla_envs.desktop.osworld.getters import GETTERS, dest_problem
 from rla_envs.desktop.osworld.metrics import is_supported
 from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
 from rla_envs.desktop.osworld.metrics.table import CELL_STYLE_PROPS, CHART_PROPS, SUPPORTED_RULES
@@ -117,7 +117,7 @@ def steps_reasons(steps: Any, *, phase: str, cache: FileCache, task_id: str | No
     if not isinstance(steps, list):
         return [f"{phase}: the steps must be a list, got {type(steps).__name__}"]
     for step in steps:
-        kind = step.get("type") if isinstance(step, Mapping) else None
+        kind = _name(step.get("type") if isinstance(step, Mapping) else None)
         if kind not in STEP_TYPES:
             reasons.append(f"{phase} step '{kind}' is not supported")
             continue
@@ -126,9 +126,13 @@ def steps_reasons(steps: Any, *, phase: str, cache: FileCache, task_id: str | No
             reasons.append(f"{phase} step '{kind}': 'parameters' must be an object")
             continue
         if kind == "download":
-            for entry in params.get("files") or []:
-                url = entry.get("url") if isinstance(entry, Mapping) else None
-                dest = entry.get("path") if isinstance(entry, Mapping) else None
+            files = params.get("files") or []
+            if not isinstance(files, list):
+                reasons.append(f"{phase} step 'download': 'files' must be a list of {{'url', 'path'}} objects")
+                continue
+            for entry in files:
+                url = _name(entry.get("url") if isinstance(entry, Mapping) else None)
+                dest = _name(entry.get("path") if isinstance(entry, Mapping) else None)
                 if not url or cache.resolve(url, task_id=task_id, dest=dest, kind="download") is None:
                     reasons.append(cache.missing("download", url))
         elif kind == "open":
@@ -165,6 +169,11 @@ def _program_reasons(label: str, command: Any, has_app: HasApp) -> list[str]:
             if ("/" not in program or program.startswith("/")) and not has_app(program)]
 
 
+def _name(value: Any) -> str | None:
+    """``value`` when it is a string (a step type, getter type, rule or metric name), else None."""
+    return value if isinstance(value, str) else None
+
+
 def _as_list(value: Any, count: int) -> list[Any]:
     return list(value) if isinstance(value, list) else [value] * count
 
@@ -174,7 +183,7 @@ def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app:
         return []
     if not isinstance(config, Mapping):
         return [f"evaluator: a getter must be an object, got {type(config).__name__}"]
-    kind = config.get("type")
+    kind = _name(config.get("type"))
     if kind not in GETTERS:
         return [f"getter '{kind}' is not supported"]
     reasons = []
@@ -189,6 +198,7 @@ def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app:
         if not isinstance(paths, list) or not isinstance(dests, list) or len(paths) != len(dests) or not all(
                 isinstance(p, str) and p and isinstance(d, str) and d for p, d in zip(paths, dests)):
             return [f"getter '{kind}': 'path' and 'dest' must be strings (or equal-length lists with 'multi')"]
+        reasons += [f"getter '{kind}': {dest_problem(d)}" for d in dests if dest_problem(d)]
         if kind == "cloud_file":
             reasons += [cache.missing("cloud_file", url) for url, dest in zip(paths, dests)
                         if cache.resolve(url, task_id=task_id, dest=dest, kind="cloud_file") is None]
@@ -218,23 +228,30 @@ def _table_reasons(options: Any) -> list[str]:
         return ["compare_table: options must hold a list of 'rules'"]
     reasons = []
     for rule in rules:
-        kind = rule.get("type") if isinstance(rule, Mapping) else None
+        kind = _name(rule.get("type") if isinstance(rule, Mapping) else None)
         if kind not in SUPPORTED_RULES:
             reasons.append(f"compare_table rule '{kind}' is not supported")
             continue
         if kind == "check_cell":
-            for prop, value_rule in (rule.get("props") or {}).items():
+            props = rule.get("props") or {}
+            if not isinstance(props, Mapping):
+                reasons.append("compare_table check_cell: 'props' must be an object")
+                continue
+            for prop, value_rule in props.items():
                 if prop != "value" and prop not in CELL_STYLE_PROPS:
                     reasons.append(f"compare_table check_cell property '{prop}' is not supported")
-                if not rule_method_supported((value_rule or {}).get("method")):
-                    reasons.append(f"compare_table rule method '{(value_rule or {}).get('method')}' is not supported")
-        elif kind == "style":
-            reasons += [f"compare_table style property '{p}' is not supported"
-                        for p in rule.get("props", []) if p not in CELL_STYLE_PROPS]
-        elif kind == "chart":
-            reasons += [f"compare_table chart property '{p}' is not supported"
-                        for p in rule.get("chart_props", []) if p not in CHART_PROPS]
-        elif kind == "zoom" and not rule_method_supported(rule.get("method")):
+                method = _name(value_rule.get("method")) if isinstance(value_rule, Mapping) else None
+                if not rule_method_supported(method):
+                    reasons.append(f"compare_table rule method '{method}' is not supported")
+        elif kind in ("style", "chart"):
+            key, known = ("props", CELL_STYLE_PROPS) if kind == "style" else ("chart_props", CHART_PROPS)
+            names = rule.get(key, [])
+            if not isinstance(names, list):
+                reasons.append(f"compare_table {kind}: '{key}' must be a list")
+                continue
+            reasons += [f"compare_table {kind} property '{p}' is not supported"
+                        for p in names if _name(p) not in known]
+        elif kind == "zoom" and not rule_method_supported(_name(rule.get("method"))):
             reasons.append(f"compare_table rule method '{rule.get('method')}' is not supported")
     return reasons
 

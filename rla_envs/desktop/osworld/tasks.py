@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rla_envs.core.errors import DataNotFound
+from rla_envs.core.errors import DataNotFound, InvalidTask
 from rla_envs.core.task import Task, thaw
 from rla_envs.desktop.osworld.errors import BadTaskFile
 
@@ -67,6 +67,8 @@ def load_task(source: str | os.PathLike | Mapping[str, Any], *, app: str | None 
     """
     if isinstance(source, Mapping):
         return _task(_check(source, "task dict"), None, app)
+    if not isinstance(source, (str, os.PathLike)):
+        raise BadTaskFile(f"expected an OSWorld task dict or the path of its JSON file, got {type(source).__name__}")
     path = Path(source)
     if not path.is_file():
         raise DataNotFound(f"no OSWorld task file at {path}")
@@ -78,14 +80,21 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadTaskFile(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise BadTaskFile(f"{path}: JSON nested too deeply (thousands of levels); no OSWorld task is") from None
 
 
 def _task(raw: dict[str, Any], path: Path | None, app: str | None) -> Task:
     """The Task of a checked OSWorld dict (``app``: default the file's folder, else the JSON's ``snapshot``)."""
     if app is None:
         app = path.parent.name if path is not None else raw.get("snapshot")
-    meta: dict[str, Any] = {"osworld_id": raw["id"], "app": app or "", "source": str(path) if path else ""}
-    return Task(family=FAMILY, instruction=raw["instruction"], spec={"osworld": raw}, origin="dataset", meta=meta)
+    meta: dict[str, Any] = {"osworld_id": raw["id"], "app": app if isinstance(app, str) else "",
+                            "source": str(path) if path else ""}
+    try:
+        return Task(family=FAMILY, instruction=raw["instruction"], spec={"osworld": raw}, origin="dataset",
+                    meta=meta)
+    except InvalidTask as exc:  # text that is not Unicode, nesting too deep: name the file
+        raise BadTaskFile(f"{path or 'task dict'}: {exc}".replace("Task.spec.osworld", "the task JSON")) from None
 
 
 def _is_index(data: Any) -> bool:
