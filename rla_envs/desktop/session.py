@@ -49,7 +49,8 @@ SESSION_HOME = "/home/user"
 SESSION_UID = SESSION_GID = 1000
 """The uid and gid of the session's processes inside its user namespace (``user``, as in the docker image)."""
 _SOCKET_NAME = "controller.sock"
-_PASSWD = f"user:x:{SESSION_UID}:{SESSION_GID}:user:{SESSION_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+_PASSWD = (f"user:x:{SESSION_UID}:{SESSION_GID}:user:{SESSION_HOME}:/bin/bash\n"
+           "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
 _GROUP = f"user:x:{SESSION_GID}:\nnogroup:x:65534:\n"
 
 

@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import secrets
 import socket
@@ -38,6 +39,8 @@ from rla_envs.desktop.client import ControllerClient, ControllerError
 from rla_envs.desktop.providers.base import DesktopProvider
 
 __all__ = ["DockerProvider", "DesktopContainerError", "DEFAULT_IMAGE", "LABEL", "source_hash", "remove_leftovers"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_IMAGE = "rla-desktop:latest"
 PROTOCOL = "1"
@@ -177,16 +180,19 @@ class DockerProvider(DesktopProvider):
         return self._programs[name]
 
     def reset(self) -> None:
-        """Close every app of the session and restore ``/home/user`` (``POST /rla/reset``; no restart)."""
+        """Close every app of the session and restore ``/home/user`` (``POST /rla/reset``; no restart).
+
+        A container that stopped, or whose controller does not answer, is replaced by a fresh one.
+        """
         client = self.start()
         try:
             client.reset_session()
         except ControllerError as exc:
-            state = self._state()
-            if state != "running":
-                raise DesktopContainerError(f"the desktop container {self._name} is {state}, not running; "
-                                            f"{self._logs()}") from exc
-            raise
+            logger.warning("the desktop container %s did not reset (%s; it is %s); starting a fresh one; %s",
+                           self._name, exc, self._state(), self._logs())
+            self.close()
+            self.instance = uuid.uuid4().hex[:16]
+            self.start()
 
     def close(self) -> None:
         """Remove the container and everything running in it (idempotent)."""

@@ -12,6 +12,21 @@ import time
 import pytest
 
 
+RECOVERY_BOUND_S = 30.0
+"""A bound on recovering from a wedged action that proves "not wedged for good" on any machine (the <= 2 s goal
+is measured by ``python -m benchmarks.perf.desktop``, not decided by a clock in a test)."""
+WEDGING_ACTIONS = {
+    "computer13-scroll-1e9": {"action_type": "SCROLL", "parameters": {"dy": 10**9}},
+    "pyautogui-scroll-1e9": "pyautogui.scroll(10**9)",
+    "busy-loop": "while True: pass",
+    "os-exit": "import os; os._exit(0)",
+    "sys-exit": "import sys; sys.exit(3)",
+    "kill-own-process": "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+    "sleep-forever": "time.sleep(10**6)",
+}
+"""Actions that once wedged a session for good or stopped its controller."""
+
+
 def local_desktop_unavailable() -> str | None:
     """Why a local desktop session cannot run here, or None when it can."""
     from rla_envs.desktop.session import INSTALL_HINT, SessionError, missing_tools, runtime_python

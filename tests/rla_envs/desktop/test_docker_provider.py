@@ -8,6 +8,7 @@ those tests skip with the reason otherwise. The tests without the marker need ne
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -17,7 +18,8 @@ import pytest
 from rla_envs.desktop.providers import docker as docker_provider
 from rla_envs.desktop.providers.base import make_provider
 from rla_envs.desktop.providers.docker import DesktopContainerError, DockerProvider, source_hash
-from tests.rla_envs.desktop.conftest import docker_client_or_skip, image_or_skip, listening_addresses, wait_until
+from tests.rla_envs.desktop.conftest import (RECOVERY_BOUND_S, WEDGING_ACTIONS, docker_client_or_skip, image_or_skip,
+                                             listening_addresses, wait_until)
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCREEN = (1280, 800)
@@ -207,3 +209,51 @@ def test_remove_leftovers_removes_only_containers_whose_owner_died(api, provider
         assert [c.id for c in containers_of(api, provider)] == [provider.container_id], "a live owner's container stays"
     finally:
         orphan.close()
+
+
+# ----------------------------------------------------------------- recovery and confinement in the container
+
+@pytest.mark.docker
+@pytest.mark.parametrize("action", list(WEDGING_ACTIONS.values()), ids=list(WEDGING_ACTIONS))
+def test_an_action_that_wedges_or_ends_its_process_leaves_a_container_that_resets(provider, action):
+    from rla_envs.desktop.env import OSWorldEnv
+
+    env = OSWorldEnv(provider=provider, max_steps=10, accessibility_tree=False, action_timeout=3.0)
+    env.reset(options={"task": "rla-os-make-dirs"})
+    _, _, terminated, truncated, info = env.step(action)
+    assert not (terminated or truncated)
+    assert info["invalid_action"] or "scroll" in str(action).lower(), info
+    started = time.monotonic()
+    env.reset(options={"task": "rla-os-make-dirs"})
+    print(f"{action!r}: reset {time.monotonic() - started:.2f} s")
+    assert time.monotonic() - started < RECOVERY_BOUND_S
+    assert not env.step("pyautogui.moveTo(123, 321)")[4]["invalid_action"]
+    assert provider.client.cursor_position() == (123, 321)
+
+
+@pytest.mark.docker
+def test_agent_code_in_the_container_has_no_capabilities(provider):
+    code = ("status = dict(line.split(':', 1) for line in open('/proc/self/status'))\n"
+            "open('/home/user/caps', 'w').write(status['CapEff'].strip() + ' ' + status['CapBnd'].strip())")
+    assert provider.client.run_pyautogui(code) == {"status": "success", "error": ""}
+    assert provider.client.get_file("/home/user/caps") == b"0000000000000000 0000000000000000"
+
+
+@pytest.mark.docker
+def test_a_container_whose_controller_was_killed_is_replaced_on_reset(api):
+    image_or_skip(api)
+    provider = DockerProvider(client=api, screen_size="800x600")
+    try:
+        client = provider.start()
+        first = provider.container_id
+        reply = None
+        try:
+            reply = client.run_pyautogui("import os, signal; os.kill(os.getppid(), signal.SIGKILL)", timeout=10)
+        except docker_provider.ControllerError:
+            pass
+        assert reply is None or reply["status"] == "error"
+        provider.reset()
+        assert provider.container_id != first and containers_of(api, provider) != []
+        assert provider.client.run_pyautogui("pyautogui.moveTo(7, 8)") == {"status": "success", "error": ""}
+    finally:
+        provider.close()

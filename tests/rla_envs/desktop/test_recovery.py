@@ -12,23 +12,13 @@ import time
 import pytest
 
 from rla_envs.desktop.env import OSWorldEnv
-from tests.rla_envs.desktop.conftest import local_desktop_unavailable, wait_until
+from tests.rla_envs.desktop.conftest import (RECOVERY_BOUND_S, WEDGING_ACTIONS, local_desktop_unavailable,
+                                             wait_until)
 
 pytestmark = pytest.mark.desktop
 
-RECOVERY_BOUND_S = 30.0
 ACTION_TIMEOUT_S = 3.0
 TASK = "rla-os-make-dirs"
-
-WEDGING_ACTIONS = {
-    "computer13-scroll-1e9": {"action_type": "SCROLL", "parameters": {"dy": 10**9}},
-    "pyautogui-scroll-1e9": "pyautogui.scroll(10**9)",
-    "busy-loop": "while True: pass",
-    "os-exit": "import os; os._exit(0)",
-    "sys-exit": "import sys; sys.exit(3)",
-    "kill-own-process": "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
-    "sleep-forever": "time.sleep(10**6)",
-}
 
 
 @pytest.fixture(scope="module")
