@@ -333,7 +333,7 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
     finally:
         parts.close()
     if step:
-        plot_run(run_dir, run_dir / "learning_curves.png", pool=parts.feeder.pool)
+        plot_run(run_dir, run_dir / "learning_curves.png", pool=parts.feeder.pool, summary=history)
     summary = {"mode": config.train.mode, "steps": step, "run_dir": str(run_dir), **history,
                "threads": torch.get_num_threads()}
     if MODES[config.train.mode].adapt_env:

@@ -367,12 +367,48 @@ def _draw_pool(ax, records: Sequence[Mapping[str, Any]], pool) -> None:
     ax.set(xlabel="step", ylabel="difficulty", ylim=(0, 1), title="Task pool difficulty over time")
 
 
-def plot_run(out_dir: str | os.PathLike, png_path: str | os.PathLike | None = None, pool=None) -> Path:
+EVALUATION_STAGES = (("initial", "initial model"), ("before", "before co-training"), ("after", "after co-training"))
+"""The run's evaluation rounds in order: the summary key of each round (held-out; the probe's is ``probe_<key>``)."""
+
+
+def _draw_evaluations(ax, summary: Mapping[str, Any] | None) -> None:
+    """Held-out and fixed-probe success at each evaluation round, with 95% intervals and the counts."""
+    groups = [("held-out", ""), ("training-game probe", "probe_")]
+    colours = {"initial": "#95a5a6", "before": "#3498db", "after": "#27ae60"}
+    width, drawn = 0.26, set()
+    for g, (_, prefix) in enumerate(groups):
+        present = [(key, label) for key, label in EVALUATION_STAGES
+                   if isinstance((summary or {}).get(prefix + key), Mapping)]
+        for i, (key, label) in enumerate(present):
+            result = summary[prefix + key]
+            x = g + (i - (len(present) - 1) / 2) * width
+            rate = float(result["success_rate"])
+            error = [[rate - float(result["ci_low"])], [float(result["ci_high"]) - rate]]
+            ax.bar(x, rate, width * 0.92, yerr=error, capsize=4, color=colours[key],
+                   label=None if key in drawn else label)
+            ax.text(x, float(result["ci_high"]) + 0.02, f"{int(result['won'])}/{int(result['episodes'])}",
+                    ha="center", va="bottom", fontsize=8)
+            drawn.add(key)
+    ax.set(title="Success before and after co-training (95% intervals)", ylabel="success rate", ylim=(0, 1.05))
+    if not drawn:
+        ax.text(0.5, 0.5, "no evaluation in the summary", transform=ax.transAxes, ha="center", va="center",
+                color="#7f8c8d")
+        ax.set_xticks([])
+        return
+    ax.set_xticks(range(len(groups)), [name for name, _ in groups])
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+
+
+def plot_run(out_dir: str | os.PathLike, png_path: str | os.PathLike | None = None, pool=None,
+             summary: Mapping[str, Any] | None = None) -> Path:
     """Write a PNG of a run's learning curves and the task pool's difficulty over time; returns its path.
 
-    Panels: success rate (held-out as points), rewards, losses, reward-model accuracies, zero-variance
-    fraction, throughput, and the pool's difficulty (drawn from ``pool`` - a TaskPool - when given, else
-    from logged ``pool_mean_difficulty``). A panel with nothing logged says "not logged".
+    Panels: success before and after co-training (held-out and the fixed training-game probe, from ``summary``:
+    the run's ``summary.json`` content or its evaluation history; read from ``out_dir/summary.json`` when not
+    given), then per step: success rate (held-out as points), rewards, gradient norms, reward-model
+    accuracies, the judge's effect, the pool's rewrites and its difficulty (drawn from ``pool`` - a TaskPool -
+    when given, else from logged ``pool_mean_difficulty``). A panel with nothing logged says so.
     ``png_path`` defaults to ``out_dir/learning_curves.png``.
     """
     records = read_metrics(out_dir)
@@ -385,14 +421,18 @@ def plot_run(out_dir: str | os.PathLike, png_path: str | os.PathLike | None = No
         raise MissingDependency("'matplotlib' is not installed; install it with: pip install matplotlib") from exc
     png_path = Path(png_path) if png_path is not None else Path(out_dir) / "learning_curves.png"
     png_path.parent.mkdir(parents=True, exist_ok=True)
-    figure = plt.figure(figsize=(13, 14))
+    if summary is None and (Path(out_dir) / "summary.json").is_file():
+        summary = json.loads((Path(out_dir) / "summary.json").read_text())
+    figure = plt.figure(figsize=(13, 18))
     grid = figure.add_gridspec(4, 2)
-    for index, panel in enumerate(PANELS):
-        _draw_panel(figure.add_subplot(grid[index // 2, index % 2]), panel, records)
-    _draw_pool(figure.add_subplot(grid[3, :]), records, pool)
+    cells = [figure.add_subplot(grid[index // 2, index % 2]) for index in range(8)]
+    _draw_evaluations(cells[0], summary)
+    for cell, panel in zip(cells[1:], PANELS):
+        _draw_panel(cell, panel, records)
+    _draw_pool(cells[len(PANELS) + 1], records, pool)
     span = f", steps {records[0]['step']}-{records[-1]['step']}" if records else ""
     figure.suptitle(f"{Path(out_dir).resolve().name}: {len(records)} records{span}", fontsize=13)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0, 1, 0.985))  # leave the title its own band
     figure.savefig(png_path, dpi=100)
     plt.close(figure)
     return png_path

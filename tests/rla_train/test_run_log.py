@@ -13,7 +13,8 @@ import pytest
 from rla_envs.core.errors import DataNotFound, MissingDependency
 from rla_envs.core.task import Task
 from rla_envs.curriculum.pool import PoolConfig, TaskPool
-from rla_train.run_log import (METRICS_FILE, PANELS, TENSORBOARD_DIR, RunLog, _draw_panel, plot_run, pool_metrics,
+from rla_train.run_log import (METRICS_FILE, PANELS, TENSORBOARD_DIR, RunLog, _draw_evaluations, _draw_panel, plot_run,
+                               pool_metrics,
                                read_metrics)
 
 
@@ -216,4 +217,29 @@ def test_panels_draw_every_logged_metric_and_say_not_logged_otherwise(run_dir):
     assert sorted(line.get_label() for line in axes[1].lines) == ["policy", "reward model"]
     _draw_panel(axes[2], by_title["Rewards"], [{"step": 1, "success_rate": 0.5}])
     assert not axes[2].lines and axes[2].texts[0].get_text() == "not logged"
+    plt.close(figure)
+
+
+def test_evaluation_panel_draws_each_round_with_its_interval_and_counts():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def result(won, n):
+        return {"success_rate": won / n, "won": won, "episodes": n, "ci_low": max(0.0, won / n - 0.1),
+                "ci_high": min(1.0, won / n + 0.1)}
+
+    summary = {"initial": result(0, 64), "before": result(10, 64), "after": result(11, 64),
+               "probe_before": result(22, 64), "probe_after": result(26, 64), "rm_probe_before": {"x": 1}}
+    figure, (ax, empty) = plt.subplots(1, 2)
+    _draw_evaluations(ax, summary)
+    heights = [round(bar.get_height(), 4) for bar in ax.patches]
+    assert heights == [0.0, round(10 / 64, 4), round(11 / 64, 4), round(22 / 64, 4), round(26 / 64, 4)]
+    assert [t.get_text() for t in ax.texts] == ["0/64", "10/64", "11/64", "22/64", "26/64"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["held-out", "training-game probe"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["initial model", "before co-training",
+                                                                   "after co-training"]
+    _draw_evaluations(empty, None)
+    assert not empty.patches and "no evaluation" in empty.texts[0].get_text()
     plt.close(figure)
