@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rla_train.config.preflight import is_hub_id
+
 __all__ = ["PolicySource", "REFERENCE_POLICIES", "resolve_policy", "resolve_reward_model", "safe_name"]
 
 REFERENCE_POLICIES = ("expert", "random")
@@ -91,9 +93,10 @@ def _run_settings(run_dir: Path) -> dict[str, Any]:
 
 
 def _latest(run_dir: Path) -> Path:
+    """The run's newest intact checkpoint (a corrupt newer one is skipped with a warning)."""
     from rla_train.checkpoint import latest_checkpoint
 
-    checkpoint = latest_checkpoint(run_dir)
+    checkpoint = latest_checkpoint(run_dir)  # CorruptCheckpoint (a ValueError) when none is intact
     if checkpoint is None:
         raise FileNotFoundError(f"{run_dir} looks like a run directory but holds no finished checkpoint under "
                                 f"{run_dir / 'checkpoints'}; pass a model directory or wait for the run to save one")
@@ -101,6 +104,10 @@ def _latest(run_dir: Path) -> Path:
 
 
 def _checkpoint_source(checkpoint: Path, name: str) -> PolicySource:
+    from rla_train.checkpoint import verify_checkpoint
+
+    if (checkpoint / "meta.json").is_file():
+        verify_checkpoint(checkpoint)  # a checkpoint named on purpose: corrupt is an error, not a fallback
     model = checkpoint / "policy"
     if not _is_model_dir(model):
         raise FileNotFoundError(f"checkpoint {checkpoint} has no policy model ({model}/config.json); "
@@ -118,13 +125,14 @@ def resolve_policy(spec: str | os.PathLike) -> PolicySource:
 
     Raises:
         FileNotFoundError: a path that is neither a model, a checkpoint nor a run directory (says which).
+        CorruptCheckpoint: a named checkpoint whose files changed since the save, or a run with no intact one.
     """
     text = os.fspath(spec)
     if text in REFERENCE_POLICIES:
         return PolicySource(name=text, kind=text)
     path = Path(text)
     if not path.exists():
-        if os.sep not in text and "/" in text and not text.startswith("."):  # a hub id such as Qwen/Qwen2.5-1.5B
+        if is_hub_id(text):  # such as Qwen/Qwen2.5-1.5B
             return PolicySource(name=safe_name(text), kind="model", model=text)
         raise FileNotFoundError(f"--policy {text!r}: no such path; pass a model directory, a checkpoint directory "
                                 f"(RUN/checkpoints/step-NNNNNN), a run directory, or one of {REFERENCE_POLICIES}")
@@ -153,13 +161,18 @@ def resolve_reward_model(spec: str | os.PathLike) -> tuple[str, str | None]:
     text = os.fspath(spec)
     path = Path(text)
     if not path.exists():
-        if "/" in text and not text.startswith("."):
+        if is_hub_id(text):
             return text, None
-        raise FileNotFoundError(f"--reward-model {text!r}: no such path; pass a model, checkpoint or run directory")
+        raise FileNotFoundError(f"--reward-model {text!r}: no such path (cwd {os.getcwd()}); pass a model, checkpoint "
+                                "or run directory, or a hub id written org/name")
     path = path.resolve()
     if (path / "checkpoints").is_dir():
         path = _latest(path)
     if (path / "policy").is_dir():
+        from rla_train.checkpoint import verify_checkpoint
+
+        if (path / "meta.json").is_file():
+            verify_checkpoint(path)
         settings = _run_settings(path.parent.parent)
         model = path / "reward_model" if _is_model_dir(path / "reward_model") else path / "policy"
         return str(model), settings.get("verdict_mode")

@@ -75,16 +75,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
     from benchmarks.evaluate.agents import ReferenceAgent
-    from benchmarks.evaluate.checkpoints import resolve_policy
-    from benchmarks.evaluate.run import EvalSettings, evaluate_policy, task_list
+    from benchmarks.evaluate.checkpoints import resolve_policy, resolve_reward_model
+    from benchmarks.evaluate.run import OWN_REWARD_MODEL, EvalSettings, evaluate_policy, task_list
     from benchmarks.evaluate.table import comparison_table, format_markdown, write_table
+    from rla_envs.core.errors import RlaError
     from rla_envs.core.files import atomic_write_json
     from rla_train.agents import family_of
     from rla_train.collect import parse_options
+    from rla_train.config.preflight import check_env_options
 
     if not torch.cuda.is_available():
         torch.set_num_threads(1)  # on small CPUs more threads make small models slower
-    try:
+    try:  # everything the command line names is checked here, before a task list or a model is loaded
+        if args.out.exists() and not args.out.is_dir():
+            raise FileExistsError(f"--out {args.out} is a file; pass a directory (new, or an earlier evaluation's)")
         settings = EvalSettings(env_id=args.env, episodes=args.episodes, seed=args.seed, backend=args.backend,
                                 base_url=args.base_url, action_mode=args.action_mode,
                                 agent_options=parse_options(args.agent_option, "--agent-option"),
@@ -95,11 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 samples=args.samples, temperature=args.temperature,
                                 tests_per_answer=args.tests_per_answer, test_samples=args.test_samples,
                                 progress=not args.no_progress)
+        check_env_options(args.env, settings.env_options, "--env-option")
         sources = [resolve_policy(p) for p in args.policy]
         for source in sources:  # a reference agent that cannot play this env fails now, not mid-evaluation
             if source.kind != "model":
                 ReferenceAgent(source.kind, family_of(args.env))
-    except (ValueError, FileNotFoundError) as error:
+        if args.reward_model not in (None, OWN_REWARD_MODEL):
+            resolve_reward_model(args.reward_model)
+    except (ValueError, OSError, RlaError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     names = [s.name for s in sources]
@@ -112,8 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             tasks[split] = task_list(args.env, split, episodes=args.episodes, seed=args.seed, out=args.out,
                                      env_options=settings.env_options)
-        except ValueError as error:  # another evaluation's task list in --out, or a split the env lacks
-            print(f"error: {error}", file=sys.stderr)
+        except (ValueError, RlaError) as error:  # another evaluation's task list in --out, a split the env lacks
+            print(f"error: --split {split}: {error}", file=sys.stderr)
             return 2
     results = [evaluate_policy(source, tasks[split], settings, split=split, out=args.out)
                for source in sources for split in splits]  # each model loads once for all splits
