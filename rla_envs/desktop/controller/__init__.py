@@ -1,7 +1,7 @@
 """The desktop controller: boots a headless desktop session and serves OSWorld's HTTP API for it.
 
-Run as ``python -m controller --host H --port P [--port-file F] [--screen 1920x1080]`` with this package's
-parent directory on ``PYTHONPATH`` and the session token in ``$RLA_DESKTOP_TOKEN``. It starts Xvfb, a
+Run as ``python -m controller (--host H --port P | --unix-socket S) [--ready-file F] [--screen 1920x1080]``
+with this package's parent directory on ``PYTHONPATH`` and the session token in ``$RLA_DESKTOP_TOKEN``. It starts Xvfb, a
 D-Bus session bus, the AT-SPI accessibility bus and openbox, seeds the user's home (a LibreOffice profile
 without first-run dialogs), then serves the API with FastAPI until it is killed.
 
@@ -16,4 +16,6 @@ Modules:
     a11y.py       the AT-SPI tree as OSWorld's XML
     windows.py    finding, activating and closing windows (wmctrl)
     app.py        the FastAPI routes and the token check
+    action_runner.py  agents' pyautogui code in a worker process: time bounds, taken back on reset
+    action_worker.py  that worker (``python -m controller.action_worker``)
 """
