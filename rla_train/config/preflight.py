@@ -6,8 +6,9 @@
     check_model_name("policy.model", "Qwen/Qwen2.5-7B-Instruct")                 # a hub id: the hub, when asked
     check_env_options("rla/AlfWorld-v0", {"split": "bogus"}, "env.train_options")  # ConfigError, with the fix
 
-A model name is ``tiny``, an existing model directory, or a hub id written ``org/name``; nothing else goes to the
-model hub, so a mistyped path fails at once instead of after the hub's network timeouts. With
+A model name is ``tiny``, an existing model directory, or a hub id written ``org/name`` (whose ``org`` is no local
+directory); nothing else goes to the model hub, so a mistyped path fails at once instead of after the hub's
+network timeouts. With
 ``HF_HUB_OFFLINE`` set, a hub id must already be in the local cache. Env options are checked against the env
 class's keyword arguments (with the closest name for a typo), then by building the env once, which runs its
 own checks of the values; envs build lazily, so this costs milliseconds.
@@ -32,8 +33,10 @@ _GYM_MAKE_OPTIONS = {"max_episode_steps", "disable_env_checker", "autoreset", "a
 
 
 def is_hub_id(name: str) -> bool:
-    """Whether ``name`` is written as a model-hub id, ``org/name`` (and is no existing path)."""
-    return bool(_HUB_ID.match(name)) and ".." not in name and not Path(name).exists()
+    """Whether ``name`` is written as a model-hub id, ``org/name``, and reads as no local path (neither it nor its
+    ``org`` part is an existing directory here: ``runs/typo`` beside a ``runs/`` directory is a mistyped path)."""
+    return (bool(_HUB_ID.match(name)) and ".." not in name and not Path(name).exists()
+            and not Path(name.split("/")[0]).is_dir())
 
 
 def _offline() -> bool:

@@ -24,9 +24,12 @@ def test_a_model_name_that_is_no_directory_nor_hub_id_fails_at_load(name):
         load_config(None, [f"policy.model={name}"])
 
 
-def test_hub_ids_are_the_only_names_left_for_the_hub(monkeypatch):
+def test_hub_ids_are_the_only_names_left_for_the_hub(monkeypatch, tmp_path):
     assert is_hub_id("Qwen/Qwen2.5-7B-Instruct") and not is_hub_id("bogus") and not is_hub_id("/abs/path")
     assert not is_hub_id("a/b/c") and not is_hub_id("../model")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    assert not is_hub_id("runs/typo") and is_hub_id("org/model")  # beside runs/, runs/typo is a mistyped path
     check_model_name("policy.model", "Qwen/Qwen2.5-7B-Instruct")  # asked for by name: allowed, nothing fetched
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ConfigError, match="not in the local cache, and HF_HUB_OFFLINE is set"):
