@@ -122,3 +122,14 @@ def test_a_refused_run_leaves_the_earlier_run_untouched(tmp_path):
         _train([f"output.dir={tmp_path}"])
     assert (tmp_path / "config.yaml").read_text() == "earlier\n"
     assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 1}\n'
+
+
+def test_the_command_line_passes_overwrite_and_refuses_it_with_resume(tmp_path, capsys):
+    from rla_train.config import parse_command_line
+
+    config, args = parse_command_line(["--overwrite", "--set", f"output.dir={tmp_path}"])
+    assert args.overwrite and config.output.dir == str(tmp_path)
+    (tmp_path / "config.yaml").write_text(config.to_yaml())
+    with pytest.raises(SystemExit):
+        parse_command_line(["--resume", str(tmp_path), "--overwrite"])
+    assert "pass one of them" in capsys.readouterr().err
