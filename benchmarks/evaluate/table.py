@@ -96,7 +96,7 @@ def plot_table(table: Mapping[str, Any], path: str | Path) -> Path:
     rows = table["rows"]
     width = 0.8 / max(1, len(success))
     x = np.arange(len(rows))
-    figure, axes = plt.subplots(figsize=(max(4.0, 1.6 * len(rows) + 1), 3.6))
+    figure, axes = plt.subplots(figsize=(max(4.0, 1.6 * len(rows) + 1) + 2.6, 4.2))  # + room for the legend
     for k, column in enumerate(success):
         cells = [row["cells"][column["key"]] for row in rows]
         rate = np.array([c["success_rate"] if c else np.nan for c in cells])
@@ -108,7 +108,12 @@ def plot_table(table: Mapping[str, Any], path: str | Path) -> Path:
     axes.set_xticks(x, [row["policy"] for row in rows], rotation=20, ha="right")
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("success rate (95% Wilson CI)")
-    axes.legend(fontsize=8)
+    episodes = sorted({int(c["episodes"]) for row in rows for column in success
+                       if (c := row["cells"][column["key"]]) and "episodes" in c})
+    axes.set_title("Success per policy and split" + (f" ({'/'.join(map(str, episodes))} episodes each)"
+                                                     if episodes else ""))
+    # the legend sits outside the axes, so it covers no bar
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     figure.tight_layout()
     path = Path(path)
     figure.savefig(path, dpi=120)
