@@ -20,6 +20,7 @@ Typical use (the ``AdaptiveTaskPool`` wrapper does this for you)::
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from rla_envs.core.errors import DataNotFound, TaskNotFound, did_you_mean
+from rla_envs.core.errors import DataNotFound, InvalidFile, InvalidTask, TaskNotFound, did_you_mean
 from rla_envs.core.files import atomic_write_json
 from rla_envs.core.task import Task
 from rla_envs.curriculum.acceptance import rewrite_direction, rlanything_direction
@@ -39,6 +40,7 @@ from rla_envs.curriculum.sampling import (
     rlanything_weights,
     uniform_weights,
 )
+from rla_envs.curriculum.saved import SavedPoolProblem, check_saved_pool
 from rla_envs.curriculum.stats import TaskStats, observe, observe_group
 
 __all__ = ["PoolConfig", "TaskPool", "Slot", "HistoryEntry", "REWRITE_RULES"]
@@ -433,15 +435,38 @@ class TaskPool:
 
     @classmethod
     def from_dict(cls, data: dict) -> "TaskPool":
-        """Rebuild a pool from :meth:`to_dict` output; it continues exactly (same future samples)."""
+        """Rebuild a pool from :meth:`to_dict` output; it continues exactly (same future samples).
+
+        Raises ``InvalidFile`` naming the first field that is missing, of the wrong type or out of range.
+        """
         if not isinstance(data, dict) or data.get("format") != _FORMAT:
-            raise ValueError(f"not a saved TaskPool (expected format {_FORMAT!r}, got "
-                             f"{data.get('format') if isinstance(data, dict) else type(data).__name__!r})")
+            raise InvalidFile(f"not a saved TaskPool (expected format {_FORMAT!r}, got "
+                              f"{data.get('format') if isinstance(data, dict) else type(data).__name__!r:.60})")
         if data.get("version") != _FORMAT_VERSION:
-            raise ValueError(f"saved TaskPool has format version {data.get('version')}, this rla reads {_FORMAT_VERSION}")
-        config = PoolConfig(**data["config"])
-        tasks = {d["id"]: Task.from_dict(d) for d in data["tasks"]}
-        pool = cls([tasks[s["root"]] for s in data["slots"]], config)
+            raise InvalidFile(f"saved TaskPool has format version {data.get('version')!r:.20}, this rla reads "
+                              f"{_FORMAT_VERSION}")
+        try:
+            return cls._rebuild(data)
+        except SavedPoolProblem as problem:
+            raise InvalidFile(f"saved TaskPool field {problem}") from None
+
+    @classmethod
+    def _rebuild(cls, data: dict) -> "TaskPool":
+        tasks: dict[str, Task] = {}
+        for index, saved in enumerate(data["tasks"] if isinstance(data.get("tasks"), list) else []):
+            try:
+                task = Task.from_dict(saved)
+            except InvalidTask as exc:
+                raise SavedPoolProblem(f"tasks[{index}]", str(exc)) from None
+            tasks[task.id] = task
+        check_saved_pool(data, set(tasks))
+        try:
+            config = PoolConfig(**data["config"])
+            if not all(math.isfinite(v) for v in asdict(config).values() if isinstance(v, float)):
+                raise ValueError("a number is not finite")
+            pool = cls([tasks[s["root"]] for s in data["slots"]], config)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise SavedPoolProblem("config", str(exc)) from None
         pool._tasks, pool._root_of = tasks, dict(data["root_of"])
         for saved in data["slots"]:
             slot = pool.slots[saved["root"]]
@@ -453,7 +478,10 @@ class TaskPool:
         pool._stats = {task_id: TaskStats.from_dict(s) for task_id, s in data["stats"].items()}
         pool.episodes, pool.counters = int(data["episodes"]), dict(data["counters"])
         pool.history_log = list(data["history_log"])
-        pool.rng.bit_generator.state = data["rng_state"]
+        try:
+            pool.rng.bit_generator.state = data["rng_state"]
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            raise SavedPoolProblem("rng_state", f"not a numpy PCG64 state ({type(exc).__name__}: {exc})") from None
         return pool
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -468,6 +496,10 @@ class TaskPool:
             raise DataNotFound(f"no saved TaskPool at {path}; write one with pool.save({str(path)!r})")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not valid JSON ({exc}); it was not written by TaskPool.save") from None
-        return cls.from_dict(data)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            raise InvalidFile(f"{path} is not valid JSON ({type(exc).__name__}: {exc}); it was not written by "
+                              "TaskPool.save") from None
+        try:
+            return cls.from_dict(data)
+        except InvalidFile as exc:
+            raise InvalidFile(f"{path}: {exc}; restore the file or start a new pool") from None

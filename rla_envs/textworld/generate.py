@@ -88,7 +88,9 @@ def normalize_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             raise InvalidTask(f"a generated textworld spec needs an integer 'seed', got {spec.get('seed')!r}")
         out.update(generator=name, settings={**GENERATORS[name], **settings}, seed=int(spec["seed"]))
     else:
-        path = Path(str(spec["game_file"])).expanduser().resolve()
+        if not isinstance(spec["game_file"], str) or not spec["game_file"] or "\x00" in spec["game_file"]:
+            raise InvalidTask(f"'game_file' must be the path of a .z8 game (a string), got {spec['game_file']!r:.80}")
+        path = Path(spec["game_file"]).expanduser().resolve()
         if path.suffix == ".ulx":
             raise InvalidTask(f"{path}: Glulx (.ulx) games need textworld < 1.7; recompile it as .z8 with tw-make")
         if path.suffix != ".z8":

@@ -60,4 +60,4 @@ def test_a_damaged_game_json_names_the_file(tw_env, tw_tasks, tmp_path, damage):
     task = {"family": "textworld", "instruction": "x", "spec": {"game_file": str(game)}}
     error = outcome(tw_env.reset, options={"task": task})
     assert error is not None
-    assert_clear_error(error, allowed=(RlaError,), names=(str(game.with_suffix(".json")),))
+    assert_clear_error(error, allowed=(RlaError,), names=(str(game),))

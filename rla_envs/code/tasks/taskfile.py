@@ -40,17 +40,26 @@ def load_task_file(path: str | Path, form: str | None = None) -> Task:
         raise DataNotFound(f"no task file at {path}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InvalidTask(f"{path} is not JSON: {exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidTask(f"{path} is not UTF-8 JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidTask(f"{path}: the JSON is nested too deeply (thousands of levels)") from None
+    try:
+        return _task_of(data, form, path)
+    except InvalidTask as exc:
+        raise InvalidTask(f"{path}: {exc}") from None
+
+
+def _task_of(data: Any, form: str | None, path: Path) -> Task:
     if isinstance(data, Mapping) and "forms" in data:
         return two_form_task(data, form)
     if isinstance(data, Mapping) and "family" in data:
         task = Task.from_dict(data)
         validate_code_task(task)
         if form is not None and task.spec["form"] != form:
-            raise InvalidTask(f"{path} holds a {task.spec['form']} task; it cannot be posed as {form!r}")
+            raise InvalidTask(f"it holds a {task.spec['form']} task; it cannot be posed as {form!r}")
         return task
-    raise InvalidTask(f"{path}: expected a Task dict ('family') or a two-form task ('forms'), "
+    raise InvalidTask("expected a Task dict ('family') or a two-form task ('forms'), "
                       f"got keys {sorted(data)[:12] if isinstance(data, Mapping) else type(data).__name__}")
 
 
@@ -65,11 +74,16 @@ def two_form_task(data: Mapping[str, Any], form: str | None = None) -> Task:
     if not isinstance(forms, Mapping) or not forms:
         raise InvalidTask("a two-form task needs 'forms': {\"function\": {...}} and/or {\"stdio\": {...}}")
     form = form or next(iter(forms))
-    if form not in forms or form not in FORMS:
+    if form not in FORMS or form not in forms:
         raise InvalidTask(f"form {form!r} is not offered; this task has {sorted(forms)}")
     for key in ("id", "statement", "hidden_tests"):
         if key not in data:
             raise InvalidTask(f"a two-form task needs {key!r}; it has {sorted(data)}")
+    for key, kind in (("id", str), ("statement", str), ("hidden_tests", list), ("public_tests", list)):
+        if key in data and not isinstance(data[key], kind):
+            raise InvalidTask(f"'{key}' must be a {kind.__name__}, got {type(data[key]).__name__}")
+    if not isinstance(forms[form], Mapping):
+        raise InvalidTask(f"'forms.{form}' must be an object, got {type(forms[form]).__name__}")
     convert = _function_test if form == "function" else _stdio_test
     spec: dict[str, Any] = {
         "form": form,
@@ -91,6 +105,8 @@ def two_form_task(data: Mapping[str, Any], form: str | None = None) -> Task:
 def _function_test(test: Any, where: str) -> dict[str, str]:
     if not isinstance(test, Mapping) or "output" not in test or ("input" in test) == ("args" in test):
         raise InvalidTask(f"{where} must be {{\"input\": x, \"output\": y}} or {{\"args\": [...], \"output\": y}}")
+    if "args" in test and not isinstance(test["args"], list):
+        raise InvalidTask(f"{where}.args must be a list of positional arguments, got {type(test['args']).__name__}")
     args = tuple(test["args"]) if "args" in test else (test["input"],)
     return {"args": encode_value(args), "expected": encode_value(test["output"])}
 
@@ -103,12 +119,19 @@ def _stdio_test(test: Any, where: str) -> dict[str, str]:
     return {"stdin": stdin, "stdout": stdout}
 
 
-def _limits(assumed: Mapping[str, Any]) -> dict[str, float]:
+def _limits(assumed: Any) -> dict[str, float]:
+    if not isinstance(assumed, Mapping):
+        raise InvalidTask(f"'limits_assumed' must be an object such as {{\"timeout_s\": 3}}, got {assumed!r:.60}")
     limits: dict[str, float] = {}
     if assumed.get("timeout_s") is not None:
-        limits["timeout_s"] = float(assumed["timeout_s"])
+        timeout = assumed["timeout_s"]
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise InvalidTask(f"'limits_assumed.timeout_s' must be a number of seconds, got {timeout!r:.40}")
+        limits["timeout_s"] = float(timeout)
     memory = assumed.get("memory_mb", assumed.get("memory_max"))
     if isinstance(memory, (int, float)) and not isinstance(memory, bool):
+        if not 0 < memory < 1 << 30:  # NaN, infinities and 10**400 too
+            raise InvalidTask(f"'limits_assumed' memory must be a positive number of MiB, got {memory!r:.40}")
         limits["memory_mb"] = int(memory)
     elif isinstance(memory, str):
         match = _SIZE.match(memory)
