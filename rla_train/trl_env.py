@@ -112,7 +112,7 @@ class RlaEnvironment:
     @property
     def _gym_env(self) -> gym.Env:
         if self._env is None:
-            self._env = gym.make(self._env_id, **self._env_kwargs)
+            self._env = gym.make(self._env_id, **{"disable_env_checker": True, **self._env_kwargs})  # see EnvSpec
         return self._env
 
     def _step(self, action: str) -> str:

@@ -110,3 +110,21 @@ def test_osworld_instruction_and_id_of_any_type(value):
 
     raw = {"id": value, "instruction": value, "evaluator": {"func": "infeasible"}}
     assert_clear_error(outcome(load_task, raw), allowed=(InvalidTask,))
+
+
+def test_envs_rla_makes_step_after_a_failed_first_reset():
+    """gymnasium's passive checker made every step after a failed first reset raise TypeError; EnvSpec turns it off."""
+    from rla_train.rollout.envs import EnvSpec
+
+    env = EnvSpec("rla/Code-v0", mode="multi", max_attempts=3)()
+    try:
+        with pytest.raises(TaskError):
+            env.reset(options={"task": "no-such-task"})
+        with pytest.raises(ResetNeeded, match="last reset\\(\\) failed .*TaskNotFound.*reset again"):
+            env.step("print(1)")
+        env.reset(seed=0)
+        for _ in range(2):
+            observation, reward, terminated, truncated, info = env.step("no code here")
+            assert info["invalid_action"] and not terminated
+    finally:
+        env.close()
