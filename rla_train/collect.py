@@ -137,6 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    from rla_train import missing_train_extra
+
+    if problem := missing_train_extra("python -m rla_train.collect"):
+        print(problem, file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     if args.episodes < 1 or args.group_size < 1 or args.episodes % args.group_size:
         raise SystemExit(f"--episodes ({args.episodes}) must be a positive multiple of --group-size ({args.group_size})")

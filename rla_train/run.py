@@ -20,6 +20,11 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line, train, print the summary; returns the exit status."""
+    from rla_train import missing_train_extra
+
+    if problem := missing_train_extra("python -m rla_train.run"):
+        print(problem, file=sys.stderr)
+        return 2
     from rla_train.config import parse_command_line
 
     config, args = parse_command_line(sys.argv[1:] if argv is None else list(argv))

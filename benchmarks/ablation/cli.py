@@ -134,6 +134,11 @@ def run_real_phase(args: argparse.Namespace, facts: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ablation the arguments describe; print the tables."""
+    from rla_train import missing_train_extra
+
+    if problem := missing_train_extra("python -m benchmarks.ablation"):
+        print(problem, file=sys.stderr)
+        return 2
     from benchmarks.ablation.report import machine_facts
 
     args = build_parser().parse_args(argv)

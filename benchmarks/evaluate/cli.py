@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    from rla_train import missing_train_extra
+
+    if problem := missing_train_extra("python -m benchmarks.evaluate"):
+        print(problem, file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     import torch
 
