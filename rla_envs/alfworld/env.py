@@ -127,7 +127,7 @@ class AlfWorldEnv(TaskEnv):
         if self._given_tasks is not None and self.task_types is not None:
             self._task_set = self._given_tasks = self._filter(self._given_tasks, "the tasks given")
         self._engine = None
-        self._loaded_task_id: str | None = None
+        self._loaded_key: tuple[str, Any] | None = None  # (id, spec) of the game in the engine
         self._state: Mapping[str, Any] | None = None
         self._expert = None
         self._expert_action: str | None = None
@@ -171,13 +171,14 @@ class AlfWorldEnv(TaskEnv):
         return kept
 
     def _begin(self, task: Task) -> tuple[str, dict[str, Any]]:
-        engine = self._game_engine()
-        if self._loaded_task_id != task.id:
-            from rla_envs.alfworld.tasks import game_from_task
+        from rla_envs.alfworld.tasks import check_spec, game_from_task
 
-            self._loaded_task_id = None
+        check_spec(thaw(task.spec), task.id)  # even for the loaded game: the expert reads the spec too
+        engine = self._game_engine()
+        if self._loaded_key != (task.id, task.spec):  # a dict may keep an id after its spec was edited
+            self._loaded_key = None
             engine.load(game_from_task(task))
-            self._loaded_task_id = task.id
+            self._loaded_key = (task.id, task.spec)
         self._state = engine.reset()
         observation = self._state["feedback"]
         self._expert = self._expert_action = None
@@ -246,7 +247,7 @@ class AlfWorldEnv(TaskEnv):
         if self._engine is not None:
             self._engine.close()
             self._engine = None
-            self._loaded_task_id = None
+            self._loaded_key = None
         super().close()
 
 

@@ -144,11 +144,15 @@ def _fixed_policy_classes() -> dict[str, type]:
     return classes
 
 
+PDDL_PARAM_DEFAULTS = {"parent_target": "", "toggle_target": "", "mrecep_target": "", "object_sliced": False}
+"""What ALFWorld's data holds for a ``pddl_params`` key the task type does not use (the policies read every key)."""
+
+
 def _task_params(task_type: str, pddl_params: Mapping[str, Any]) -> dict[str, Any]:
     """The hand-coded expert's task parameters, normalised as ``HandCodedAgent.reset`` does."""
     from alfworld.gen import constants
 
-    params = {**dict(pddl_params), "task_type": task_type}
+    params = {**PDDL_PARAM_DEFAULTS, **dict(pddl_params), "task_type": task_type}
     return {key: value.lower() if value in constants.OBJECTS else value for key, value in params.items()}
 
 

@@ -145,8 +145,8 @@ def check_spec(spec: Mapping[str, Any], task_id: str = "") -> None:
             raise InvalidTask(f"{where}spec[{key!r}] must be a {getattr(expected, '__name__', expected)}, "
                               f"got {type(value).__name__} {value!r:.60}")
     for key, value in (spec.get("pddl_params") or {}).items():
-        if not isinstance(value, (str, bool)):
-            raise InvalidTask(f"{where}spec['pddl_params'][{key!r}] must be a string (or a bool for object_sliced), "
+        if not isinstance(value, bool if key == "object_sliced" else str):
+            raise InvalidTask(f"{where}spec['pddl_params'][{key!r}] must be a string (a bool for object_sliced), "
                               f"got {type(value).__name__} {value!r:.60}")
     if not all(isinstance(command, str) for command in spec.get("walkthrough") or []):
         raise InvalidTask(f"{where}spec['walkthrough'] must be a list of command strings")
