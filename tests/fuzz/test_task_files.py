@@ -93,10 +93,10 @@ def test_a_zlib_bomb_in_lcb_tests_is_refused_before_it_is_inflated(tmp_path):
     path = tmp_path / "bomb.jsonl"
     path.write_text(json.dumps({**LCB, "private_test_cases": bomb}) + "\n")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    with pytest.raises(InvalidTask, match=f"{path}:1.*private_test_cases"):
+    with pytest.raises(InvalidTask, match=f"{path}:1.*private_test_cases.*inflates to more than 64 MB"):
         load_jsonl(path)
-    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    assert grown_mb < 200, f"peak memory grew by {grown_mb:.0f} MB: the bomb was inflated"
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024  # peak: alone, it could miss
+    assert grown_mb < 200, f"peak memory grew by {grown_mb:.0f} MB: the bomb was inflated"  # (the match decides)
 
 
 @pytest.mark.parametrize("time_limit, message", [
