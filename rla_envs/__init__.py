@@ -26,5 +26,7 @@ ENV_IDS: dict[str, str] = {
 
 for _env_id, _entry_point in ENV_IDS.items():
     if _env_id not in registry:
-        # Episodes truncate inside the env (max_steps), so no TimeLimit wrapper is added here.
-        register(id=_env_id, entry_point=_entry_point, disable_env_checker=False)
+        # Episodes truncate inside the env (max_steps), so no TimeLimit wrapper is added here. Gymnasium's passive
+        # checker is off: after a failed reset() it answers every step() with its own TypeError, hiding the env's
+        # "reset failed, reset again" (ResetNeeded); gym.make(..., disable_env_checker=False) turns it back on.
+        register(id=_env_id, entry_point=_entry_point, disable_env_checker=True)
