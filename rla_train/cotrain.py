@@ -50,8 +50,22 @@ def _scalars(prefix: str, result: dict[str, Any]) -> dict[str, float]:
     return {f"{prefix}{k}": float(v) for k, v in result.items() if isinstance(v, (int, float))}
 
 
-def _evaluations(parts, label: str) -> dict[str, dict[str, Any]]:
+def _phase(progress: bool, message: str) -> None:
+    """One line saying which phase of the run starts (beside the progress bars, on stderr)."""
+    if progress:
+        import sys
+
+        print(f"[rla] {message}", file=sys.stderr, flush=True)
+
+
+def _evaluations(parts, label: str, progress: bool = False) -> dict[str, dict[str, Any]]:
     """Held-out success, training success on the fixed probe, and the reward model's accuracy on its probe."""
+    what = [f"{len(parts.eval_tasks)} held-out episodes"]
+    if parts.probe_engine is not None:
+        what.append(f"{len(parts.probe_tasks)} training-game probe episodes")
+    if parts.rm_probe is not None and parts.reward_model is not None:
+        what.append("the reward model's labelled probe")
+    _phase(progress, f"evaluating {label}: {', '.join(what)}")
     results = {"heldout": evaluate(parts.eval_engine, parts.eval_tasks, desc=f"held-out {label}")}
     if parts.probe_engine is not None:
         results["probe"] = evaluate(parts.probe_engine, parts.probe_tasks, desc=f"training-game probe {label}")
@@ -197,7 +211,7 @@ def _restore(checkpoint: Path, parts) -> tuple[int, dict]:
 
 
 # ----------------------------------------------------------------------------------------------- run
-def _warm_start(config: TrainConfig, parts, run_dir: Path) -> dict[str, float]:
+def _warm_start(config: TrainConfig, parts, run_dir: Path, progress: bool = False) -> dict[str, float]:
     """Supervised warm start on the searching expert's demonstrations (fresh runs only).
 
     The expert plays the training env's own tasks (``env.options`` + ``env.train_options``: the same task
@@ -208,18 +222,22 @@ def _warm_start(config: TrainConfig, parts, run_dir: Path) -> dict[str, float]:
     from rla_train.warmstart import choice_sft, expert_demonstrations, sft_warm_start
 
     tasks = parts.engine.env.tasks() if config.family == "alfworld" else None
+    _phase(progress, f"warm start: the expert plays {config.train.warm_start_demos} demonstrations")
     demos = expert_demonstrations("train", n_tasks=config.train.warm_start_demos, seed=config.train.seed,
                                   agent=parts.agent, tasks=tasks, max_steps=max(50, config.env.max_steps))
     history: list = []
+    _phase(progress, f"warm start: SFT, {config.train.warm_start_sft_steps} steps on {len(demos)} examples")
     sft_warm_start(parts.policy_model, parts.policy_tokenizer, demos, steps=config.train.warm_start_sft_steps,
                    lr=config.train.warm_start_learning_rate, output_dir=run_dir / "warm-start",
-                   seed=config.train.seed, log_history=history, lr_scheduler_type="constant")
+                   seed=config.train.seed, log_history=history, lr_scheduler_type="constant", progress=progress)
     losses = [h["loss"] for h in history if "loss" in h]
     summary = {"warm_start_examples": float(len(demos)), "warm_start_final_loss": float(losses[-1]) if losses else 0.0}
     if config.policy.action_mode == "choice" and config.train.warm_start_listwise_steps > 0:
         listwise: list = []
+        _phase(progress, f"warm start: listwise, {config.train.warm_start_listwise_steps} steps")
         choice_sft(parts.policy_model, parts.policy_tokenizer, demos, steps=config.train.warm_start_listwise_steps,
-                   lr=config.train.warm_start_learning_rate, seed=config.train.seed, log_history=listwise)
+                   lr=config.train.warm_start_learning_rate, seed=config.train.seed, log_history=listwise,
+                   progress=progress)
         tail = listwise[-50:]
         summary.update({"warm_start_listwise_steps": float(len(listwise)),
                         "warm_start_listwise_loss": float(sum(h["loss"] for h in tail) / len(tail)) if tail else 0.0,
@@ -228,7 +246,7 @@ def _warm_start(config: TrainConfig, parts, run_dir: Path) -> dict[str, float]:
     return summary
 
 
-def _warm_start_reward_model(config: TrainConfig, parts) -> dict[str, Any]:
+def _warm_start_reward_model(config: TrainConfig, parts, progress: bool = False) -> dict[str, Any]:
     """Teach the reward model the planner's step labels on the training games' steps (fresh runs only).
 
     Half of ``reward_model.warm_start_episodes`` are the searching expert's, half the (warm-started) policy's
@@ -238,11 +256,13 @@ def _warm_start_reward_model(config: TrainConfig, parts) -> dict[str, Any]:
     from rla_train.reward_model.warm_start import warm_start_reward_model
 
     section = config.reward_model
+    _phase(progress, f"reward-model warm start: the planner labels the steps of {section.warm_start_episodes} episodes, "
+                     f"then {section.warm_start_steps} steps")
     dataset, counts = warm_start_data(parts.engine.env.tasks(), episodes=section.warm_start_episodes,
                                       policy=parts.policy_backend, agent=parts.agent, seed=config.train.seed,
                                       max_steps=config.env.max_steps, style=section.prompt_style)
     summary = warm_start_reward_model(parts.reward_model, dataset, steps=section.warm_start_steps,
-                                      lr=section.warm_start_learning_rate, seed=config.train.seed)
+                                      lr=section.warm_start_learning_rate, seed=config.train.seed, progress=progress)
     return {**{k: v for k, v in summary.items() if k != "seconds"}, "counts": counts}
 
 
@@ -308,6 +328,8 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
     from rla_train.run_log import plot_run
 
     config.save(run_dir / CONFIG_FILENAME)
+    _phase(progress, f"run {run_dir} ({'resuming from ' + checkpoint.name if checkpoint else 'fresh'}, mode "
+                     f"{config.train.mode}): building the policy, the reward model and the envs")
     set_seed(config.train.seed)
     parts = build_components(config, run_dir, progress=progress)
     try:
@@ -316,22 +338,26 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
         else:
             step, history = 0, {}
             if config.train.warm_start_sft_steps:
+                _phase(progress, f"evaluating the initial model: {len(parts.eval_tasks)} held-out episodes")
                 history["initial"] = evaluate(parts.eval_engine, parts.eval_tasks, desc="held-out initial")
-                history["warm_start"] = _warm_start(config, parts, run_dir)
+                history["warm_start"] = _warm_start(config, parts, run_dir, progress)
             if config.reward_model.warm_start_steps and parts.rm_model is not None:
                 if parts.rm_probe is not None:
                     history["rm_probe_initial"] = parts.rm_probe(parts.reward_model)
-                history["rm_warm_start"] = _warm_start_reward_model(config, parts)
-            _record(history, "before", _evaluations(parts, "before"))
+                history["rm_warm_start"] = _warm_start_reward_model(config, parts, progress)
+            _record(history, "before", _evaluations(parts, "before co-training", progress))
             _save(run_dir, config, parts, 0, history)
         if step < config.train.steps:  # train.steps=0: warm start and evaluate only
+            _phase(progress, f"co-training steps {step + 1}-{config.train.steps}: {config.rollout.tasks_per_step} tasks x "
+                             f"{config.rollout.group_size} rollouts per step")
             _loop(config, parts, run_dir, step, history, progress)
             step = config.train.steps
         if config.train.steps > 0:
-            _record(history, "after", _evaluations(parts, "after"))
+            _record(history, "after", _evaluations(parts, "after co-training", progress))
             _save(run_dir, config, parts, step, history)
     finally:
         parts.close()
+        _remove_empty_scratch(run_dir)
     if step:
         plot_run(run_dir, run_dir / "learning_curves.png", pool=parts.feeder.pool, summary=history)
     summary = {"mode": config.train.mode, "steps": step, "run_dir": str(run_dir), **history,
@@ -340,6 +366,14 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
         summary["pool"] = pool_funnel(parts.feeder.pool)
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
+
+
+def _remove_empty_scratch(run_dir: Path) -> None:
+    """TRL's trainers need an ``output_dir`` even when they save nothing there: drop those left empty."""
+    for name in ("warm-start", "trl-policy", "trl-reward-model"):
+        scratch = run_dir / name
+        if scratch.is_dir() and not any(scratch.iterdir()):
+            scratch.rmdir()
 
 
 def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, progress: bool) -> None:

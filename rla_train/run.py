@@ -46,7 +46,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"python -m rla_train.run: error: {error}", file=sys.stderr)
         return 2
     print(format_summary(summary))
+    print(where_the_run_is(summary["run_dir"]))
     return 0
+
+
+def where_the_run_is(run_dir: str) -> str:
+    """The run's last lines: the files it wrote and the command that evaluates it."""
+    from pathlib import Path
+
+    root = Path(run_dir)
+    files = [name for name in ("config.yaml", "summary.json", "metrics.jsonl", "learning_curves.png", "tensorboard")
+             if (root / name).exists()]
+    checkpoints = sorted(p.name for p in (root / "checkpoints").glob("step-*")) if (root / "checkpoints").is_dir() else []
+    if checkpoints:
+        files.append(f"checkpoints/ ({', '.join(checkpoints)})")
+    return (f"wrote {root}: {', '.join(files)}\n"
+            f"evaluate it: python -m benchmarks.evaluate --policy {root}")
 
 
 if __name__ == "__main__":

@@ -49,12 +49,27 @@ def metrics(run_dir):
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_every_mode_trains_what_it_should(mode, alfworld_cache, tmp_path):
+def test_every_mode_trains_what_it_should(mode, alfworld_cache, tmp_path, capsys):
     from rla_train.cotrain import train
+    from rla_train.run import where_the_run_is
 
     extra = ["reward_model.model=null"] if mode == "outcome_only" else []
     config = load_config(None, [*SMALL, f"train.mode={mode}", f"output.dir={tmp_path}", *extra])
-    summary = train(config, progress=False)
+    shown = mode == "policy+reward+env"  # one mode with its output on: a line per phase
+    summary = train(config, progress=shown)
+    phases = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[rla] ")]
+    if shown:
+        assert [p.split(":")[0] for p in phases] == [
+            f"[rla] run {tmp_path} (fresh, mode policy+reward+env)", "[rla] evaluating before co-training",
+            "[rla] co-training steps 1-2", "[rla] evaluating after co-training"]
+    else:
+        assert phases == []
+    # TRL's scratch output directories are not left behind empty
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        "checkpoints", "config.yaml", "learning_curves.png", "metrics.jsonl", "summary.json"]
+    assert where_the_run_is(str(tmp_path)).splitlines() == [
+        f"wrote {tmp_path}: config.yaml, summary.json, metrics.jsonl, learning_curves.png, checkpoints/ (step-000000, "
+        "step-000001, step-000002)", f"evaluate it: python -m benchmarks.evaluate --policy {tmp_path}"]
     rows = metrics(tmp_path)
     assert summary["steps"] == 2 and [r["step"] for r in rows] == [1, 2]
     assert all(math.isfinite(r["policy_loss"]) for r in rows) and sum(r["policy_samples"] for r in rows) > 0
