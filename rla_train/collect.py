@@ -27,17 +27,17 @@ TINY = "tiny"
 
 
 def parse_options(pairs: Sequence[str], what: str) -> dict[str, Any]:
-    """``["split=valid_seen", "max_steps=20"]`` -> ``{"split": "valid_seen", "max_steps": 20}`` (JSON values)."""
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"{what} must look like key=value, got {pair!r}")
-        try:
-            options[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key.strip()] = value
-    return options
+    """``["split=valid_seen", "task_types=[clean]"]`` -> a dict, values read as YAML as the trainer's ``--set`` reads them.
+
+    A bad pair ends the command with its one-line message (see :func:`rla_train.config.parse_options`).
+    """
+    from rla_train.config import ConfigError
+    from rla_train.config import parse_options as parse_yaml_options
+
+    try:
+        return parse_yaml_options(pairs, what)
+    except ConfigError as error:
+        raise SystemExit(str(error)) from None
 
 
 def load_backend(name: str, model: str, *, base_url: str | None = None, **options: Any):

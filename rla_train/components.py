@@ -2,8 +2,9 @@
 
 :func:`build_components` loads (or builds, for ``"tiny"``) the policy and reward model, wraps them in
 generation backends, makes the agent, the training and held-out rollout engines, the task pool with its
-feeder (rewriter, diagnoser, measure) and the two TRL trainers. The loop in :mod:`rla_train.cotrain` only
-uses the result.
+feeder (rewriter, diagnoser, measure) and the two TRL trainers. The agent, backends, judge, env specs and the
+held-out evaluation come from :mod:`rla_train.builders`, which ``benchmarks.evaluate`` shares, so evaluating a
+run plays as the run did. The loop in :mod:`rla_train.cotrain` only uses the result.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rla_train.builders import load_model, policy_sampling
 from rla_train.config import MODES, TrainConfig
 
 __all__ = ["Components", "build_components", "load_model", "EngineMeasure", "grpo_args", "policy_sampling"]
@@ -57,31 +59,6 @@ class EngineMeasure:
         return [float(e.won) for e in self.engine.run([task], group_size=n, desc="measure")]
 
 
-def load_model(spec: str, *, seed: int, dtype: str | None = None, tiny_options: dict | None = None):
-    """``(model, tokenizer)`` for a model path or hub id, or a tiny local model for ``"tiny"``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    if spec == "tiny":
-        from rla_train.tiny import tiny_model_path
-
-        spec = str(tiny_model_path(seed=seed, **(tiny_options or {})))
-    options = {"dtype": dtype} if dtype else {}
-    model = AutoModelForCausalLM.from_pretrained(spec, **options)
-    tokenizer = AutoTokenizer.from_pretrained(spec)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return model, tokenizer
-
-
-def policy_sampling(config: TrainConfig, *, evaluation: bool = False):
-    """The policy's sampling parameters for training rollouts, or for held-out evaluation (train.eval_temperature)."""
-    from rla_train.backends.base import SamplingParams
-
-    temperature = config.train.eval_temperature if evaluation else config.policy.temperature
-    return SamplingParams(max_new_tokens=config.policy.max_completion_length, temperature=temperature,
-                          top_p=config.policy.top_p)
-
-
 def grpo_args(section, out_dir: Path, *, seed: int, temperature: float, bf16: bool = False):
     """A ``trl.GRPOConfig`` from the policy or reward-model config section (TRL field names pass through)."""
     from trl import GRPOConfig
@@ -97,69 +74,6 @@ def grpo_args(section, out_dir: Path, *, seed: int, temperature: float, bf16: bo
     return GRPOConfig(output_dir=str(out_dir), seed=seed, temperature=temperature or 1.0, report_to="none",
                       use_cpu=not torch.cuda.is_available(), bf16=bf16, fp16=False, num_generations=2,
                       logging_steps=1, save_strategy="no", disable_tqdm=True, **given)
-
-
-def _env_spec(config: TrainConfig, extra: dict):
-    from rla_train.rollout.envs import EnvSpec
-
-    options = {**config.env.options, **extra}
-    if config.env.id in ("rla/AlfWorld-v0", "rla/TextWorld-v0"):
-        options.setdefault("max_steps", config.env.max_steps)
-    return EnvSpec(config.env.id, **options)
-
-
-def _backends(config: TrainConfig, model, tokenizer):
-    """(training backend, evaluation backend) for the policy (both follow each call's sampling temperature)."""
-    from rla_train.backends.hf import TransformersBackend
-
-    base = TransformersBackend(model, tokenizer)
-    if config.policy.action_mode != "choice":
-        return base, base
-    from rla_train.policies import ChoiceBackend
-
-    return ChoiceBackend(base), ChoiceBackend(base)
-
-
-def _reward_model(config: TrainConfig, policy_model, policy_tokenizer):
-    """(judge, rm model, rm tokenizer, its plain text backend) as the config says; Nones without one.
-
-    The judge is a :class:`~rla_train.reward_model.RewardModel` (``reward_model.kind=model``; with
-    ``verdict_mode=choice`` over a :class:`~rla_train.reward_model.VerdictChoiceBackend`), or a
-    :class:`~rla_train.reward_model.NoisyOracleJudge` (``kind=noisy_oracle``, seeded from ``train.seed``), which
-    has no model: its rm model, tokenizer and text backend are None, so no reward-model trainer is built for it.
-    """
-    from rla_train.backends import make_backend
-    from rla_train.backends.base import SamplingParams
-    from rla_train.backends.hf import TransformersBackend
-    from rla_train.reward_model import NoisyOracleJudge, RewardModel
-
-    section = config.reward_model
-    if not MODES[config.train.mode].reward_model:
-        return None, None, None, None
-    if section.kind == "noisy_oracle":
-        judge = NoisyOracleJudge(section.oracle_accuracy, judgments_per_step=section.judgments_per_step,
-                                 seed=config.train.seed + 3)  # +1: the rm model, +2: the rewriter
-        return judge, None, None, None
-    if section.model is None:
-        return None, None, None, None
-    sampling = SamplingParams(max_new_tokens=section.max_completion_length, temperature=section.temperature)
-    if section.model == "same-as-policy":
-        backend, model, tokenizer = TransformersBackend(policy_model, policy_tokenizer), policy_model, policy_tokenizer
-    elif section.backend == "transformers":
-        model, tokenizer = load_model(section.model, seed=config.train.seed + 1)
-        backend = TransformersBackend(model, tokenizer)
-    else:
-        backend, model, tokenizer = make_backend(section.backend, model=section.model,
-                                                 **({"base_url": section.base_url} if section.base_url else {})), None, None
-    raw = backend
-    if section.verdict_mode == "choice":
-        from rla_train.policies import ChoiceBackend
-        from rla_train.reward_model.verdicts import VerdictChoiceBackend
-
-        backend = VerdictChoiceBackend(ChoiceBackend(backend))
-    judge = RewardModel(backend, judgments_per_step=section.judgments_per_step, sampling=sampling,
-                        prompt_style=section.prompt_style)
-    return judge, model, tokenizer, raw
 
 
 class RewardModelProbe:
@@ -243,35 +157,28 @@ def _feeder(config: TrainConfig, tasks, engine, reward_model, rewriter):
 
 def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = True) -> Components:
     """Every part of the run, freshly built (a resume then loads the saved states into them)."""
-    from rla_train.agents import make_agent
+    from rla_train.builders import (PROBE_SEED_OFFSET, build_agent, build_judge, env_spec, heldout_engine,
+                                    heldout_plan, heldout_tasks, policy_backends)
     from rla_train.policy_update import SampleTrainer
     from rla_train.rollout.engine import RolloutEngine
 
     seed = config.train.seed
     dtype = config.policy.dtype or ("bfloat16" if config.scale.bf16 else None)
     policy_model, policy_tokenizer = load_model(config.policy.model, seed=seed, dtype=dtype)
-    policy_backend, eval_backend = _backends(config, policy_model, policy_tokenizer)
-    reward_model, rm_model, rm_tokenizer, rm_text = _reward_model(config, policy_model, policy_tokenizer)
-    agent_options: dict[str, Any] = {"history_window": config.policy.history_window}
-    if config.policy.system_prompt is not None:
-        agent_options["system_prompt"] = config.policy.system_prompt
-    if config.policy.action_mode == "index":
-        agent_options["action_format"] = "index"
-    if config.family in ("alfworld", "textworld"):
-        agent_options.update(prompt_style=config.policy.prompt_style, show_admissible=config.policy.show_admissible)
-    agent = make_agent(config.env.id, **agent_options)
-    engine = RolloutEngine(_env_spec(config, config.env.train_options), agent, policy_backend,
+    policy_backend, eval_backend = policy_backends(config, policy_model, policy_tokenizer)
+    reward_model, rm_model, rm_tokenizer, rm_text = build_judge(config, policy_model, policy_tokenizer)
+    agent = build_agent(config)
+    engine = RolloutEngine(env_spec(config, config.env.train_options), agent, policy_backend,
                            num_envs=config.env.num_envs, workers=config.env.workers,
                            sampling=policy_sampling(config), seed=seed, progress=progress)
-    eval_engine = RolloutEngine(_env_spec(config, config.env.eval_options), agent, eval_backend,
-                                num_envs=config.env.num_envs, workers=config.env.workers,
-                                sampling=policy_sampling(config, evaluation=True), seed=seed + 7919, progress=progress)
-    eval_tasks = eval_engine.sample_tasks(config.train.eval_episodes, seed=seed)
+    plan = heldout_plan(config)
+    eval_engine = heldout_engine(plan, agent, eval_backend, progress=progress)
+    eval_tasks = heldout_tasks(eval_engine, plan)
     probe_engine = probe_tasks = None
     if config.train.probe_episodes:
-        probe_engine = RolloutEngine(_env_spec(config, config.env.train_options), agent, eval_backend,
+        probe_engine = RolloutEngine(env_spec(config, config.env.train_options), agent, eval_backend,
                                      num_envs=config.env.num_envs, workers=config.env.workers,
-                                     sampling=policy_sampling(config, evaluation=True), seed=seed + 104729,
+                                     sampling=policy_sampling(config, evaluation=True), seed=seed + PROBE_SEED_OFFSET,
                                      progress=progress)
         probe_tasks = probe_engine.sample_tasks(config.train.probe_episodes, seed=seed + 1)
     rewriter = _rewriter(config, policy_backend, rm_text)

@@ -37,10 +37,10 @@ def evaluate(engine, tasks, *, desc: str = "held-out") -> dict[str, Any]:
     checkpoints (or two ablation arms) are compared on the same tasks with the same random numbers, and
     ``outcomes`` (1/0 per episode, in task order) pairs them episode by episode.
     """
+    from rla_train.builders import play_heldout
     from rla_train.metrics import success_summary
 
-    engine.turns = 0
-    episodes = engine.run(tasks, desc=desc)
+    episodes = play_heldout(engine, tasks, desc=desc)
     return {**success_summary([e.won for e in episodes], [e.num_steps for e in episodes]),
             "outcomes": [int(bool(e.won)) for e in episodes]}
 
@@ -292,12 +292,12 @@ def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False
 
 def _check_inputs(config: TrainConfig) -> None:
     """The checks of :func:`train` that need no run directory: model names and both envs' options."""
-    from rla_train.components import _env_spec
+    from rla_train.builders import env_spec
     from rla_train.config.preflight import check_env_options
 
     config.check_models()
     for field in ("train_options", "eval_options"):
-        spec = _env_spec(config, getattr(config.env, field))
+        spec = env_spec(config, getattr(config.env, field))
         check_env_options(spec.env_id, spec.kwargs, f"env.{field} (with env.options)")
 
 

@@ -18,10 +18,11 @@ offer (a GPU for vLLM, the files named).
 
 from rla_train.config.fields import CONFIG_FILENAME, MODES, ConfigError, Mode
 from rla_train.config.loading import (TrainConfig, apply_overrides, build_arg_parser, fields_help, load_config, parse_args,
-                                      parse_command_line)
+                                      parse_command_line, parse_options, parse_value)
 from rla_train.config.sections import (SECTIONS, EnvConfig, OutputConfig, PolicyConfig, PoolSettings, RewardModelConfig,
                                        RolloutConfig, RunConfig, ScaleConfig)
 
 __all__ = ["ConfigError", "Mode", "MODES", "SECTIONS", "CONFIG_FILENAME", "EnvConfig", "PolicyConfig", "RewardModelConfig",
            "PoolSettings", "RolloutConfig", "RunConfig", "OutputConfig", "ScaleConfig", "TrainConfig",
-           "load_config", "apply_overrides", "build_arg_parser", "parse_args", "parse_command_line", "fields_help"]
+           "load_config", "apply_overrides", "build_arg_parser", "parse_args", "parse_command_line", "fields_help",
+           "parse_options", "parse_value"]

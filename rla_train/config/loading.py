@@ -250,10 +250,37 @@ def _read_yaml(path: str | os.PathLike) -> Any:
         raise ConfigError(f"config file {str(path)!r} is not valid YAML: {error}") from error
 
 
-def apply_overrides(data: dict[str, dict], overrides: Iterable[str]) -> dict[str, dict]:
-    """Apply ``section.field=value`` overrides to ``data`` in place (values read as YAML); dict fields take deeper keys."""
+def parse_value(raw: str, where: str) -> Any:
+    """A command-line value read as YAML: ``1e-6``, ``true``, ``[a, b]``, ``{k: v}``; other text stays text.
+
+    Raises:
+        ConfigError: text that is not valid YAML (``where`` names the flag and value).
+    """
     import yaml
 
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{where}: the value is not valid YAML ({error}); quote text") from error
+
+
+def parse_options(pairs: Iterable[str], flag: str) -> dict[str, Any]:
+    """``["task_types=[pick_and_place_simple]", "max_steps=20"]`` -> a dict, values read as YAML as ``--set`` does.
+
+    Raises:
+        ConfigError: a pair without ``=`` or a key, or a value that is not valid YAML (naming ``flag``).
+    """
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = str(pair).partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{flag} must look like key=value (e.g. {flag} max_steps=30), got {pair!r}")
+        options[key.strip()] = parse_value(raw, f"{flag} {pair!r}")
+    return options
+
+
+def apply_overrides(data: dict[str, dict], overrides: Iterable[str]) -> dict[str, dict]:
+    """Apply ``section.field=value`` overrides to ``data`` in place (values read as YAML); dict fields take deeper keys."""
     for override in overrides:
         key, sep, raw = str(override).partition("=")
         parts = key.strip().split(".")
@@ -262,10 +289,7 @@ def apply_overrides(data: dict[str, dict], overrides: Iterable[str]) -> dict[str
         if parts[0] not in SECTIONS:
             raise _unknown(key.strip(), " in --set")
         name = _field_name(parts[0], parts[1], " in --set")
-        try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError as error:
-            raise ConfigError(f"--set {override!r}: the value is not valid YAML ({error}); quote text") from error
+        value = parse_value(raw, f"--set {override!r}")
         if len(parts) == 2:
             data[parts[0]][name] = value
             continue

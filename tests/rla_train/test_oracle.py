@@ -178,13 +178,13 @@ def test_config_takes_the_oracle_for_families_with_step_labels_only():
 
 
 def test_components_build_the_oracle_without_a_model_so_nothing_trains_it():
-    from rla_train.components import _reward_model
+    from rla_train.builders import build_judge
     from rla_train.config import load_config
 
     config = load_config(None, ["reward_model.kind=noisy_oracle", "reward_model.oracle_accuracy=0.7",
                                 "reward_model.judgments_per_step=5", "train.seed=4"], check_hardware=False)
-    judge, model, tokenizer, text = _reward_model(config, None, None)
+    judge, model, tokenizer, text = build_judge(config, None, None)
     assert isinstance(judge, NoisyOracleJudge) and (model, tokenizer, text) == (None, None, None)
     assert (judge.accuracy, judge.judgments_per_step) == (0.7, 5)
-    again, *_ = _reward_model(config, None, None)
+    again, *_ = build_judge(config, None, None)
     assert again.rng.random(4).tolist() == judge.rng.random(4).tolist()  # seeded from train.seed

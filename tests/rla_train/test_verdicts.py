@@ -189,10 +189,10 @@ def test_it_needs_a_choice_backend_and_parseable_verdicts(tiny_backend):
 
 
 def test_components_wrap_a_choice_judge_in_the_verdict_chooser(tiny_backend):
-    from rla_train.components import _reward_model
+    from rla_train.builders import build_judge
     from rla_train.config import load_config
 
     config = load_config(None, ["reward_model.model=same-as-policy"], check_hardware=False)
-    judge, model, _, _ = _reward_model(config, tiny_backend.model, tiny_backend.tokenizer)
+    judge, model, _, _ = build_judge(config, tiny_backend.model, tiny_backend.tokenizer)
     assert isinstance(judge, RewardModel) and isinstance(judge.backend, VerdictChoiceBackend)
     assert model is tiny_backend.model
