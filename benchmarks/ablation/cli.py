@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="a shrunken run (minutes) that checks the machinery")
     parser.add_argument("--synthetic-only", action="store_true", help="skip the real stack")
     parser.add_argument("--real-only", action="store_true", help="skip the synthetic family")
+    parser.add_argument("--report-only", action="store_true",
+                        help="real stack: train nothing; write the table of the (arm, seed) runs that have finished "
+                             "(e.g. while per-seed processes still run), naming those that have not")
     return parser
 
 
@@ -108,7 +111,7 @@ def _mean(values: Sequence[float]) -> str:
 def run_real_phase(args: argparse.Namespace, facts: dict) -> str:
     """Train the arms on the real stack (one shared warm start per seed); write and return its table."""
     from benchmarks.ablation.aggregate import build_table
-    from benchmarks.ablation.real import QUICK_OVERRIDES, RealSetup, run_real
+    from benchmarks.ablation.real import QUICK_OVERRIDES, RealSetup, finished_real_results, run_real
     from benchmarks.ablation.report import write_report
 
     arms = get_arms(args.arms or (QUICK_ARMS if args.quick else DEFAULT_ARMS))
@@ -121,10 +124,22 @@ def run_real_phase(args: argparse.Namespace, facts: dict) -> str:
     _log(f"real: {len(arms)} arms x {len(seeds)} seeds, {setup.steps} steps, {setup.episodes} held-out episodes per "
          f"split ({setup.games_per_split} games)")
     started = time.perf_counter()
-    results = run_real(arms, seeds, setup, args.out / "real", log=_log)
+    notes = []
+    if args.report_only:
+        results, unfinished = finished_real_results(arms, seeds, args.out / "real")
+        if unfinished:
+            notes.append("Not finished, so not in this table: " + ", ".join(f"{a} (seed {s})" for a, s in unfinished) + ".")
+        arms = [arm for arm in arms if any(r["arm"] == arm.name for r in results)]
+        if not arms:
+            raise SystemExit(f"python -m benchmarks.ablation: error: no finished real-stack run under {args.out / 'real'}")
+    else:
+        results = run_real(arms, seeds, setup, args.out / "real", log=_log)
     table = build_table(results, [a.name for a in arms])
-    notes = [f"Real stack (ALFWorld, tiny Qwen2 policy and reward model, TRL): {len(seeds)} seeds x {len(arms)} arms "
-             f"in {time.perf_counter() - started:.0f} s; {setup}."]
+    seeds_per_arm = {arm.name: sorted(r["seed"] for r in results if r["arm"] == arm.name) for arm in arms}
+    notes.insert(0, f"Real stack (ALFWorld, tiny Qwen2 policy and reward model, TRL): seeds per arm "
+                    f"{ {name: len(s) for name, s in seeds_per_arm.items()} }; "
+                    f"{'report of finished runs' if args.report_only else f'{time.perf_counter() - started:.0f} s'}; "
+                    f"{setup}.")
     paths = write_report(table, args.out / "real", title="RLAnything ablation — ALFWorld, tiny models (real stack)",
                          facts=facts, notes=notes, extra={"results": results},
                          ylabel="training success (%) of the drawn tasks")

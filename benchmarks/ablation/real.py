@@ -27,7 +27,7 @@ from typing import Any
 
 from benchmarks.ablation.arms import Arm
 
-__all__ = ["RealSetup", "QUICK_OVERRIDES", "run_real"]
+__all__ = ["RealSetup", "QUICK_OVERRIDES", "run_real", "finished_real_results"]
 
 QUICK_OVERRIDES = (
     "env.train_options.n_per_type=8", "env.max_steps=15", "env.num_envs=8",
@@ -117,12 +117,34 @@ def run_real_arm(arm: Arm, seed: int, setup: RealSetup, out: Path, warm: Path,
                 "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0", "reward_model.warm_start_steps=0",
                 "reward_model.probe_episodes=0", "train.probe_episodes=0", "train.steps=0", *_split(setup, "valid_unseen")],
                run_dir / "ood", log, f"seed {seed} {arm.name}: out-of-domain eval")
+    return _arm_result(arm.name, seed, run_dir, summary, ood)
+
+
+def _arm_result(arm: str, seed: int, run_dir: Path, summary: dict[str, Any], ood: dict[str, Any]) -> dict[str, Any]:
+    """One (arm, seed) result from its run's summary and its out-of-domain evaluation's summary."""
     probe = summary.get("rm_probe_after") or {}
-    return {"arm": arm.name, "seed": seed,
+    return {"arm": arm, "seed": seed,
             "splits": {"in_domain": _outcomes(summary.get("after"), f"{run_dir}/summary.json['after']"),
                        "ood": _outcomes(ood.get("before"), f"{run_dir / 'ood'}/summary.json['before']")},
             "rm_balanced_accuracy": probe.get("balanced_accuracy"), "curve": _curve(run_dir),
             "warm_start_in_domain": (summary.get("before") or {}).get("success_rate")}
+
+
+def finished_real_results(arms: Sequence[Arm], seeds: Sequence[int], out: str | Path
+                          ) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
+    """The results of every (arm, seed) whose training and out-of-domain evaluation have finished, running nothing;
+    and the (arm, seed) pairs that have not (yet)."""
+    results, unfinished = [], []
+    for seed in seeds:
+        for arm in arms:
+            run_dir = Path(out) / f"seed-{seed}" / f"arm-{arm.name}"
+            paths = run_dir / "summary.json", run_dir / "ood" / "summary.json"
+            if all(path.is_file() for path in paths):
+                summary, ood = (json.loads(path.read_text()) for path in paths)
+                results.append(_arm_result(arm.name, seed, run_dir, summary, ood))
+            else:
+                unfinished.append((arm.name, seed))
+    return results, unfinished
 
 
 def run_real(arms: Sequence[Arm], seeds: Sequence[int], setup: RealSetup, out: str | Path,

@@ -111,7 +111,11 @@ def plot_curves(table: Mapping[str, Any], path: str | Path, *, title: str,
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, title="arm")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, title="arm")
+    else:
+        ax.text(0.5, 0.5, "no training curves recorded", transform=ax.transAxes, ha="center", va="center",
+                color="#7f8c8d")
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

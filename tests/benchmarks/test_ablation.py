@@ -178,3 +178,27 @@ def test_real_runner_starts_every_arm_from_the_seeds_one_warm_start_on_the_same_
     assert "reward_model.oracle_accuracy=0.8" in by_dir["seed-3/arm-oracle@0.8"]
     assert [r["splits"]["ood"] for r in results] == [[1, 0, 1, 0]] * 2
     assert results[1]["rm_balanced_accuracy"] == 0.6
+
+
+def test_cli_report_only_tabulates_the_finished_runs_and_names_the_rest(tmp_path, capsys):
+    def finish(seed, arm, in_domain, ood):
+        run_dir = tmp_path / "real" / f"seed-{seed}" / f"arm-{arm}"
+        (run_dir / "ood").mkdir(parents=True)
+        (run_dir / "summary.json").write_text(json.dumps({"after": {"outcomes": in_domain}}))
+        (run_dir / "ood" / "summary.json").write_text(json.dumps({"before": {"outcomes": ood}}))
+
+    finish(0, "outcome_only", [0, 0, 1, 0], [0, 1, 0, 0])
+    finish(0, "policy", [1, 0, 1, 1], [1, 1, 0, 0])
+    finish(1, "outcome_only", [1, 0, 0, 0], [0, 0, 0, 0])
+    (tmp_path / "real" / "seed-1" / "arm-policy").mkdir()   # started, not finished: no summary yet
+    assert main(["--real-only", "--report-only", "--seeds", "2", "--arms", "outcome_only", "policy", "reward_only",
+                 "--out", str(tmp_path)]) == 0
+    table = json.loads((tmp_path / "real" / "table.json").read_text())
+    assert table["arms"] == ["outcome_only", "policy"]          # reward_only has no finished run: left out
+    assert table["rows"]["outcome_only"]["seeds"] == [0, 1] and table["rows"]["policy"]["seeds"] == [0]
+    assert table["rows"]["outcome_only"]["in_domain"]["won"] == 2
+    [pair] = [p for p in table["paired"] if p["split"] == "in_domain"]
+    assert pair["mcnemar"]["b_only"] + pair["mcnemar"]["a_only"] == 2  # paired on seed 0 only: 2 discordant episodes
+    report = (tmp_path / "real" / "table.md").read_text()
+    assert "Not finished, so not in this table: reward_only (seed 0), policy (seed 1), reward_only (seed 1)." in report
+    assert not (tmp_path / "real" / "seed-1" / "warm-start").exists()  # nothing was trained
