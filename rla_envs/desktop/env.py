@@ -238,10 +238,7 @@ class OSWorldEnv(TaskEnv):
         return self._observe(task.instruction), self._last
 
     def step(self, action: Any):
-        if self.task is None:
-            raise ResetNeeded(f"{type(self).__name__}.step() called before reset(); call env.reset() first")
-        if self._episode_over:
-            raise ResetNeeded(f"{type(self).__name__}.step() called after the episode ended; call env.reset()")
+        self._check_episode_running()  # never reset, the last reset failed (saying why), or the episode ended
         from rla_envs.desktop.client import ControllerError
 
         self._step_count += 1

@@ -69,7 +69,7 @@ def test_a_task_that_cannot_run_is_refused_with_every_reason_before_the_session_
     assert len(refused.value.reasons) >= 2
     text = str(refused.value)
     assert "chrome_open_tabs" in text and "compare_pptx_files" in text
-    with pytest.raises(ResetNeeded):
+    with pytest.raises(ResetNeeded, match="the last reset\\(\\) failed \\(NotRunnable: .*reset again"):
         env.step("DONE")
 
 
