@@ -24,8 +24,8 @@ from typing import Any
 from rla_train.config import MODES, TrainConfig
 
 __all__ = ["TEXT_GAMES", "HELDOUT_SEED_OFFSET", "PROBE_SEED_OFFSET", "HeldOutPlan", "load_model", "env_spec",
-           "agent_options", "build_agent", "policy_sampling", "policy_backends", "build_judge", "heldout_engine_seed",
-           "heldout_plan", "heldout_engine", "heldout_tasks", "play_heldout"]
+           "agent_options", "build_agent", "policy_sampling", "policy_dtype", "policy_backend", "policy_backends",
+           "build_judge", "heldout_engine_seed", "heldout_plan", "heldout_engine", "heldout_tasks", "play_heldout"]
 
 TEXT_GAMES = ("rla/AlfWorld-v0", "rla/TextWorld-v0")
 """Env ids whose envs take ``max_steps`` and whose agents take ``prompt_style`` / ``show_admissible``."""
@@ -91,19 +91,30 @@ def policy_sampling(config: TrainConfig, *, evaluation: bool = False):
                           top_p=config.policy.top_p)
 
 
-def policy_backends(config: TrainConfig, model, tokenizer):
-    """(training backend, evaluation backend) over ``model``: a choice backend for ``action_mode=choice``.
+def policy_dtype(config: TrainConfig) -> str | None:
+    """The dtype the policy's weights load in (``policy.dtype``, else bfloat16 with ``scale.bf16``, else theirs)."""
+    return config.policy.dtype or ("bfloat16" if config.scale.bf16 else None)
 
-    Both follow each call's sampling temperature, so the engine's sampling decides training vs evaluation.
+
+def policy_backend(base, action_mode: str):
+    """The policy's backend over a text backend ``base``: for ``choice``, a choice backend over it, else ``base``.
+
+    A choice backend follows each call's sampling temperature (0 = the most likely command), so the engine's
+    sampling decides between training and evaluation.
     """
+    if action_mode != "choice":
+        return base
+    from rla_train.policies import ChoiceBackend
+
+    return ChoiceBackend(base)
+
+
+def policy_backends(config: TrainConfig, model, tokenizer):
+    """(training backend, evaluation backend) over ``model`` (see :func:`policy_backend`)."""
     from rla_train.backends.hf import TransformersBackend
 
     base = TransformersBackend(model, tokenizer)
-    if config.policy.action_mode != "choice":
-        return base, base
-    from rla_train.policies import ChoiceBackend
-
-    return ChoiceBackend(base), ChoiceBackend(base)
+    return policy_backend(base, config.policy.action_mode), policy_backend(base, config.policy.action_mode)
 
 
 def build_judge(config: TrainConfig, policy_model, policy_tokenizer):

@@ -158,13 +158,12 @@ def _feeder(config: TrainConfig, tasks, engine, reward_model, rewriter):
 def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = True) -> Components:
     """Every part of the run, freshly built (a resume then loads the saved states into them)."""
     from rla_train.builders import (PROBE_SEED_OFFSET, build_agent, build_judge, env_spec, heldout_engine,
-                                    heldout_plan, heldout_tasks, policy_backends)
+                                    heldout_plan, heldout_tasks, policy_backends, policy_dtype)
     from rla_train.policy_update import SampleTrainer
     from rla_train.rollout.engine import RolloutEngine
 
     seed = config.train.seed
-    dtype = config.policy.dtype or ("bfloat16" if config.scale.bf16 else None)
-    policy_model, policy_tokenizer = load_model(config.policy.model, seed=seed, dtype=dtype)
+    policy_model, policy_tokenizer = load_model(config.policy.model, seed=seed, dtype=policy_dtype(config))
     policy_backend, eval_backend = policy_backends(config, policy_model, policy_tokenizer)
     reward_model, rm_model, rm_tokenizer, rm_text = build_judge(config, policy_model, policy_tokenizer)
     agent = build_agent(config)

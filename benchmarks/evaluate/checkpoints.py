@@ -7,10 +7,10 @@
 
 A run directory (``RUN/checkpoints/step-NNNNNN/{policy,reward_model}/`` beside ``RUN/config.yaml``, as
 :mod:`rla_train.cotrain` writes it) resolves to its latest checkpoint. A checkpoint directory resolves to its
-``policy/`` model. When the run's ``config.yaml`` is there, the policy is evaluated the way it was trained:
-its ``policy.action_mode`` (choice / index / text), ``history_window``, ``system_prompt`` and ``env.max_steps``
-(command-line options still win). ``expert`` and ``random`` name the reference agents
-(:mod:`benchmarks.evaluate.agents`).
+``policy/`` model. When the run's ``config.yaml`` is there, :attr:`PolicySource.run_config` holds it and the
+policy is evaluated the way the run evaluated it (:mod:`rla_train.builders`: agent, action mode, env options,
+held-out task list, seeds, sampling; command-line options still win). ``expert`` and ``random`` name the
+reference agents (:mod:`benchmarks.evaluate.agents`).
 """
 
 from __future__ import annotations
@@ -46,10 +46,12 @@ class PolicySource:
         model: the model directory (or hub id) for ``kind == "model"``.
         checkpoint: the checkpoint directory it came from (None for a plain model directory).
         action_mode: ``text`` / ``index`` / ``choice`` from the run's config (None: not recorded).
-        agent_options: agent options from the run's config.
-        env_options: env options from the run's config (``max_steps``).
+        agent_options: agent options from the run's config (:func:`rla_train.builders.agent_options`).
+        env_options: the env options of the run's held-out evaluation (``env.options`` + ``env.eval_options``
+            + ``max_steps``).
         verdict_mode: the run's ``reward_model.verdict_mode`` (None: not recorded).
         reward_model: the checkpoint's ``reward_model/`` directory when it has one.
+        run_config: the run's :class:`~rla_train.config.TrainConfig` (None: no ``config.yaml`` beside it).
     """
 
     name: str
@@ -61,6 +63,7 @@ class PolicySource:
     env_options: dict[str, Any] = field(default_factory=dict)
     verdict_mode: str | None = None
     reward_model: str | None = None
+    run_config: Any | None = None
 
     def describe(self) -> dict[str, Any]:
         """JSON-able facts about the source (written beside the results)."""
@@ -73,23 +76,23 @@ def _is_model_dir(path: Path) -> bool:
     return (path / "config.json").is_file()
 
 
-def _run_settings(run_dir: Path) -> dict[str, Any]:
-    """Agent/action settings recorded in ``run_dir/config.yaml`` ({} when there is none)."""
+def _run_config(run_dir: Path):
+    """The run's :class:`~rla_train.config.TrainConfig` from ``run_dir/config.yaml`` (None when there is none)."""
     from rla_train.config import CONFIG_FILENAME, TrainConfig
 
     path = run_dir / CONFIG_FILENAME
-    if not path.is_file():
+    return TrainConfig.load(path) if path.is_file() else None
+
+
+def _run_settings(config) -> dict[str, Any]:
+    """The :class:`PolicySource` fields a run's config sets ({} without one)."""
+    if config is None:
         return {}
-    config = TrainConfig.load(path)
-    agent_options: dict[str, Any] = {"history_window": config.policy.history_window}
-    if config.policy.system_prompt is not None:
-        agent_options["system_prompt"] = config.policy.system_prompt
-    if config.policy.action_mode == "index":
-        agent_options["action_format"] = "index"
-    text_game = config.env.id in ("rla/AlfWorld-v0", "rla/TextWorld-v0")
-    env_options = {"max_steps": config.env.max_steps} if text_game else {}
-    return {"action_mode": config.policy.action_mode, "agent_options": agent_options, "env_options": env_options,
-            "verdict_mode": config.reward_model.verdict_mode, "env_id": config.env.id}
+    from rla_train.builders import agent_options, heldout_plan
+
+    return {"action_mode": config.policy.action_mode, "agent_options": agent_options(config),
+            "env_options": dict(heldout_plan(config).env.kwargs), "verdict_mode": config.reward_model.verdict_mode,
+            "run_config": config}
 
 
 def _latest(run_dir: Path) -> Path:
@@ -112,12 +115,10 @@ def _checkpoint_source(checkpoint: Path, name: str) -> PolicySource:
     if not _is_model_dir(model):
         raise FileNotFoundError(f"checkpoint {checkpoint} has no policy model ({model}/config.json); "
                                 "pass a checkpoint written by rla_train.cotrain or a model directory")
-    settings = _run_settings(checkpoint.parent.parent)
     rm = checkpoint / "reward_model"
     return PolicySource(name=name, kind="model", model=str(model), checkpoint=checkpoint,
-                        action_mode=settings.get("action_mode"), agent_options=settings.get("agent_options", {}),
-                        env_options=settings.get("env_options", {}), verdict_mode=settings.get("verdict_mode"),
-                        reward_model=str(rm) if _is_model_dir(rm) else None)
+                        reward_model=str(rm) if _is_model_dir(rm) else None,
+                        **_run_settings(_run_config(checkpoint.parent.parent)))
 
 
 def resolve_policy(spec: str | os.PathLike) -> PolicySource:
@@ -173,9 +174,9 @@ def resolve_reward_model(spec: str | os.PathLike) -> tuple[str, str | None]:
 
         if (path / "meta.json").is_file():
             verify_checkpoint(path)
-        settings = _run_settings(path.parent.parent)
+        config = _run_config(path.parent.parent)
         model = path / "reward_model" if _is_model_dir(path / "reward_model") else path / "policy"
-        return str(model), settings.get("verdict_mode")
+        return str(model), None if config is None else config.reward_model.verdict_mode
     if _is_model_dir(path):
         return str(path), None
     raise FileNotFoundError(f"--reward-model {text!r} is neither a model, a checkpoint nor a run directory")

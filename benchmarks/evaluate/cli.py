@@ -6,10 +6,13 @@
         --env rla/AlfWorld-v0 --split valid_seen --split valid_unseen --episodes 64 --out runs/eval
 
 ``--policy`` takes a model directory, a checkpoint (``RUN/checkpoints/step-NNNNNN``), a run directory (its latest
-checkpoint) or ``expert`` / ``random``. OUT gets ``tasks-SPLIT.json`` (the task list), one
-``episodes-POLICY-SPLIT.jsonl`` per evaluation (appended per engine batch: rerunning the command resumes),
-``results.json`` and ``table.{md,json,png}``. The same seed gives the same tasks and, with greedy decoding, the
-same numbers.
+checkpoint) or ``expert`` / ``random``. A policy from a run is evaluated as the run evaluated it: with no other
+option, ``--policy RUN`` plays the run's held-out tasks (env, split, env options, episodes, seed) with its agent,
+action mode, temperature and batch, and reproduces the run's final held-out success (``summary.json["after"]``;
+a checkpoint ``step-N``: the evaluation at step N). Options given on the command line win. OUT gets
+``tasks-SPLIT.json`` (the task list), one ``episodes-POLICY-SPLIT.jsonl`` per evaluation (greedy ones appended
+per engine batch: rerunning the command resumes), ``results.json`` and ``table.{md,json,png}``. The same seed
+gives the same tasks and the same numbers.
 """
 
 from __future__ import annotations
@@ -22,51 +25,83 @@ from pathlib import Path
 
 __all__ = ["build_parser", "main", "default_splits"]
 
+FROM_RUN = "default: the run's {}, else {}"
+"""Help text of an option whose default comes from the run of a ``--policy`` run or checkpoint."""
+
 
 def default_splits(env_id: str) -> list[str]:
     """The splits evaluated when ``--split`` is not given."""
     return {"rla/AlfWorld-v0": ["valid_seen", "valid_unseen"], "rla/Code-v0": ["bundled"]}.get(env_id, ["default"])
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Adds ``(default: X)`` to an option's help only where the help does not already say its default."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, []):
+            return text
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m benchmarks.evaluate``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.evaluate", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                     epilog="Defaults marked 'the run's' come from the config.yaml of a --policy run "
+                                            "or checkpoint, so --policy RUN alone evaluates as the run did.",
+                                     formatter_class=_HelpFormatter)
     parser.add_argument("--policy", action="append", required=True, metavar="PATH",
                         help="model dir, checkpoint dir, run dir (latest checkpoint), 'expert' or 'random'; repeatable")
     parser.add_argument("--reward-model", default=None, metavar="PATH",
                         help="judge every step m times and report RM process / outcome accuracy: a model, checkpoint "
                              "or run dir, or 'own' (each checkpoint's own reward model)")
-    parser.add_argument("--env", default="rla/AlfWorld-v0", help="env id")
+    parser.add_argument("--env", default=None, help="env id (" + FROM_RUN.format("env.id", "rla/AlfWorld-v0") + ")")
     parser.add_argument("--split", action="append", default=None,
                         help="split (ALFWorld: train / valid_seen / valid_unseen; Code: the task source, e.g. bundled "
-                             "or humaneval); repeatable; default: valid_seen + valid_unseen for ALFWorld")
-    parser.add_argument("--episodes", type=int, default=32, help="tasks per split, one greedy episode each")
+                             "or humaneval); repeatable (" + FROM_RUN.format("held-out split (env.eval_options)",
+                                                                              "valid_seen + valid_unseen for ALFWorld")
+                             + ")")
+    parser.add_argument("--episodes", type=int, default=None,
+                        help="tasks per split, one episode each (" + FROM_RUN.format("train.eval_episodes", 32) + ")")
     parser.add_argument("--backend", default="transformers", choices=["transformers", "vllm", "openai"])
     parser.add_argument("--base-url", default=None, help="server URL for --backend openai")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the task list, resets and sampling")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the task list, resets and sampling (" + FROM_RUN.format("train.seed", 0) + ")")
     parser.add_argument("--out", type=Path, default=Path("runs/eval"), help="output directory")
     parser.add_argument("--agent-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="agent option (repeatable), e.g. history_window=5 or prompt_style=compact")
+                        help="agent option (repeatable; values read as YAML, as rla_train.run's --set reads them), "
+                             "e.g. history_window=5 or prompt_style=compact; over the run's agent settings")
     parser.add_argument("--env-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="env option (repeatable), e.g. max_steps=30 or n_per_type=20")
+                        help="env option (repeatable; values read as YAML), e.g. max_steps=30 or "
+                             "'task_types=[pick_and_place_simple]'; over the run's env.options + env.eval_options")
     parser.add_argument("--action-mode", choices=["text", "index", "choice"], default=None,
-                        help="how the policy acts (default: the run's policy.action_mode, else text)")
-    parser.add_argument("--num-envs", type=int, default=16, help="episodes in flight (the generate batch)")
+                        help="how the policy acts (" + FROM_RUN.format("policy.action_mode", "text") + ")")
+    parser.add_argument("--temperature", type=float, default=None,
+                        help="sampling temperature of the episodes, seeded (0 = greedy; "
+                             + FROM_RUN.format("train.eval_temperature", 0) + ")")
+    parser.add_argument("--num-envs", type=int, default=None,
+                        help="episodes in flight, the generate batch; sampled episodes depend on it ("
+                             + FROM_RUN.format("env.num_envs", 16) + ")")
     parser.add_argument("--workers", type=int, default=0, help="env worker processes (0 = in this process)")
-    parser.add_argument("--max-new-tokens", type=int, default=64, help="policy tokens per turn")
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="policy tokens per turn (" + FROM_RUN.format("policy.max_completion_length", 64) + ")")
     parser.add_argument("--judge-mode", choices=["text", "choice"], default=None,
                         help="how the reward model answers (default: the run's reward_model.verdict_mode, else text)")
     parser.add_argument("--judgments", type=int, default=3, help="judgments per step (m)")
     parser.add_argument("--judge-max-new-tokens", type=int, default=128, help="reward-model tokens per judgment")
     parser.add_argument("--samples", type=int, default=0,
                         help="code: sampled programs per task for pass@k (k = this; 0 = greedy pass@1 only)")
-    parser.add_argument("--temperature", type=float, default=1.0, help="temperature of those samples")
+    parser.add_argument("--samples-temperature", type=float, default=1.0, help="temperature of those samples")
     parser.add_argument("--tests-per-answer", type=int, default=4,
                         help="code with --reward-model: unit tests asked for in each of the reward model's answers")
     parser.add_argument("--test-samples", type=int, default=2, help="code with --reward-model: answers per task")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return parser
+
+
+def _given(value, from_run, default):
+    """A command-line value if given, else the run's, else the built-in default."""
+    return value if value is not None else from_run if from_run is not None else default
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,12 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from benchmarks.evaluate.agents import ReferenceAgent
     from benchmarks.evaluate.checkpoints import resolve_policy, resolve_reward_model
-    from benchmarks.evaluate.run import OWN_REWARD_MODEL, EvalSettings, evaluate_policy, task_list
+    from benchmarks.evaluate.run import OWN_REWARD_MODEL, EvalSettings, evaluate_policy, run_defaults, task_list
     from benchmarks.evaluate.table import comparison_table, format_markdown, write_table
     from rla_envs.core.errors import RlaError
     from rla_envs.core.files import atomic_write_json
     from rla_train.agents import family_of
-    from rla_train.collect import parse_options
+    from rla_train.config import parse_options
     from rla_train.config.preflight import check_env_options
 
     if not torch.cuda.is_available():
@@ -94,21 +129,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:  # everything the command line names is checked here, before a task list or a model is loaded
         if args.out.exists() and not args.out.is_dir():
             raise FileExistsError(f"--out {args.out} is a file; pass a directory (new, or an earlier evaluation's)")
-        settings = EvalSettings(env_id=args.env, episodes=args.episodes, seed=args.seed, backend=args.backend,
+        sources = [resolve_policy(p) for p in args.policy]
+        from_runs = run_defaults(sources)
+        env_id = args.env or from_runs.get("env_id", "rla/AlfWorld-v0")
+        if args.env is not None and args.env != from_runs.get("env_id", args.env):
+            from_runs = {}  # another env than the runs': none of their env settings apply
+        splits = args.split or ([from_runs["split"]] if "split" in from_runs else default_splits(env_id))
+        settings = EvalSettings(env_id=env_id, episodes=_given(args.episodes, from_runs.get("episodes"), 32),
+                                seed=_given(args.seed, from_runs.get("seed"), 0), backend=args.backend,
                                 base_url=args.base_url, action_mode=args.action_mode,
                                 agent_options=parse_options(args.agent_option, "--agent-option"),
-                                env_options=parse_options(args.env_option, "--env-option"), num_envs=args.num_envs,
-                                workers=args.workers, max_new_tokens=args.max_new_tokens,
-                                reward_model=args.reward_model, judge_mode=args.judge_mode, judgments=args.judgments,
-                                judge_max_new_tokens=args.judge_max_new_tokens,
-                                samples=args.samples, temperature=args.temperature,
-                                tests_per_answer=args.tests_per_answer, test_samples=args.test_samples,
-                                progress=not args.no_progress)
-        check_env_options(args.env, settings.env_options, "--env-option")
-        sources = [resolve_policy(p) for p in args.policy]
+                                env_options={**from_runs.get("env_options", {}),
+                                             **parse_options(args.env_option, "--env-option")},
+                                num_envs=args.num_envs, workers=args.workers, max_new_tokens=args.max_new_tokens,
+                                temperature=args.temperature, reward_model=args.reward_model,
+                                judge_mode=args.judge_mode, judgments=args.judgments,
+                                judge_max_new_tokens=args.judge_max_new_tokens, samples=args.samples,
+                                samples_temperature=args.samples_temperature, tests_per_answer=args.tests_per_answer,
+                                test_samples=args.test_samples, progress=not args.no_progress)
+        check_env_options(env_id, settings.env_options, "--env-option")
         for source in sources:  # a reference agent that cannot play this env fails now, not mid-evaluation
             if source.kind != "model":
-                ReferenceAgent(source.kind, family_of(args.env))
+                ReferenceAgent(source.kind, family_of(env_id))
         if args.reward_model not in (None, OWN_REWARD_MODEL):
             resolve_reward_model(args.reward_model)
     except (ValueError, OSError, RlaError) as error:
@@ -118,11 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(set(names)) != len(names):
         print(f"error: two --policy values resolve to the same name {names}; rename one directory", file=sys.stderr)
         return 2
-    splits = args.split or default_splits(args.env)
     tasks = {}
     for split in splits:
         try:
-            tasks[split] = task_list(args.env, split, episodes=args.episodes, seed=args.seed, out=args.out,
+            tasks[split] = task_list(env_id, split, episodes=settings.episodes, seed=settings.seed, out=args.out,
                                      env_options=settings.env_options)
         except (ValueError, RlaError) as error:  # another evaluation's task list in --out, a split the env lacks
             print(f"error: --split {split}: {error}", file=sys.stderr)

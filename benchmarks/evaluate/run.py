@@ -7,11 +7,14 @@
     result["success_rate"], result["ci_low"], result["by_task_type"], result["rm_process_accuracy"]
 
 The task list comes from the seed alone (the engine's ``sample_tasks``) and is written beside the results, so
-every policy of a comparison plays the same tasks. Each task is played once with greedy decoding through the
-rollout engine (a ``choice`` policy takes the argmax command); with a reward model every step is judged ``m``
-times and compared with the expert step labels (:mod:`rla_train.step_labels`). Episodes are appended to
-``out/episodes-<policy>-<split>.jsonl`` after every engine batch; a rerun reads them back and plays only the
-rest. For code tasks ``samples=k`` adds ``k`` sampled programs per task for pass@k, and a reward model writes
+every policy of a comparison plays the same tasks. Each task is played once through the rollout engine as a
+run's held-out evaluation plays it (:mod:`rla_train.builders`): episode ``k`` resets with the seed + 7919 + ``k``;
+a policy from a run acts with the run's agent, action mode and ``train.eval_temperature`` (others greedily; a
+``choice`` policy then takes the argmax command), so ``--policy RUN`` reproduces the run's own final held-out
+numbers. With a reward model every step is judged ``m`` times and compared with the expert step labels
+(:mod:`rla_train.step_labels`). Greedy episodes are appended to ``out/episodes-<policy>-<split>.jsonl`` after
+every engine batch, and a rerun plays only the rest; sampled ones play in one engine pass, as the trainer's
+evaluation does (its sampling stream runs across the whole pass), and are written when it ends. For code tasks ``samples=k`` adds ``k`` sampled programs per task for pass@k, and a reward model writes
 unit tests scored against them (UT accuracy, Detect rate: :mod:`benchmarks.evaluate.unit_tests`).
 """
 
@@ -33,7 +36,7 @@ from rla_train.metrics import outcome_accuracy, process_accuracy, success_summar
 from rla_train.rollout.records import append_records, read_records
 
 __all__ = ["EvalSettings", "SPLIT_OPTIONS", "OWN_REWARD_MODEL", "split_options", "task_list", "evaluate_policy",
-           "pass_at_k", "task_type"]
+           "heldout_plan_for", "run_defaults", "pass_at_k", "task_type"]
 
 SPLIT_OPTIONS = {"rla/AlfWorld-v0": "split", "rla/Code-v0": "source"}
 """The env option a ``--split`` sets: ALFWorld's ``split``; Code's task ``source`` (bundled, humaneval, a JSONL)."""
@@ -54,16 +57,17 @@ class EvalSettings:
     action_mode: str | None = None             # None: the run's config, else "text"
     agent_options: dict[str, Any] = field(default_factory=dict)
     env_options: dict[str, Any] = field(default_factory=dict)
-    num_envs: int = 16
+    num_envs: int | None = None                # None: the run's env.num_envs, else 16
     workers: int = 0
-    max_new_tokens: int = 64
+    max_new_tokens: int | None = None          # None: the run's policy.max_completion_length, else 64
+    temperature: float | None = None           # held-out episodes; None: the run's train.eval_temperature, else 0
     reward_model: str | None = None
     judge_mode: str | None = None              # "choice" | "text"; None: the run's verdict_mode, else text
     judgments: int = 3
     judge_temperature: float = 1.0
     judge_max_new_tokens: int = 128
     samples: int = 0                           # code: sampled programs per task for pass@k (0 = off)
-    temperature: float = 1.0                   # sampling temperature of those samples
+    samples_temperature: float = 1.0           # sampling temperature of those samples
     tests_per_answer: int = 4                  # code + reward model: unit tests asked for per answer
     test_samples: int = 2                      # ... answers per task
     progress: bool = True
@@ -75,8 +79,10 @@ class EvalSettings:
             raise ValueError(f"action_mode must be text, index or choice, got {self.action_mode!r}")
         if self.judge_mode not in (None, "text", "choice"):
             raise ValueError(f"judge_mode must be text or choice, got {self.judge_mode!r}")
-        if self.samples < 0 or self.judgments < 1 or self.num_envs < 1:
+        if self.samples < 0 or self.judgments < 1 or (self.num_envs is not None and self.num_envs < 1):
             raise ValueError("samples must be >= 0, judgments >= 1 and num_envs >= 1")
+        if self.temperature is not None and not self.temperature >= 0:
+            raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature!r}")
 
 
 # ------------------------------------------------------------------------------------------- tasks
@@ -89,6 +95,48 @@ def split_options(env_id: str, split: str) -> dict[str, Any]:
                              "the tasks with --env-option")
         return {}
     return {option: split}
+
+
+def run_defaults(sources: Sequence[Any]) -> dict[str, Any]:
+    """What the runs among ``sources`` set for the whole command: ``env_id``, ``split``, ``episodes``, ``seed`` and
+    ``env_options`` of their held-out evaluation ({} without a run), so every policy plays the run's tasks.
+
+    Raises:
+        ValueError: two runs evaluated differently (names the flag that makes them play alike).
+    """
+    from rla_train.builders import heldout_plan
+
+    found: dict[str, tuple[Any, str]] = {}
+    flags = {"env_id": "--env", "split": "--split", "episodes": "--episodes", "seed": "--seed",
+             "env_options": "--env-option"}
+    for source in sources:
+        config = getattr(source, "run_config", None)
+        if config is None:
+            continue
+        plan = heldout_plan(config)
+        options = dict(plan.env.kwargs)
+        key = SPLIT_OPTIONS.get(config.env.id)
+        split = options.pop(key, _default_split(config.env.id)) if key else DEFAULT_SPLIT
+        values = {"env_id": config.env.id, "split": split, "episodes": plan.episodes, "seed": plan.task_seed,
+                  "env_options": options}
+        for name, value in values.items():
+            earlier, who = found.setdefault(name, (value, source.name))
+            if earlier != value:
+                raise ValueError(f"--policy {who} and {source.name} come from runs evaluated with different "
+                                 f"{flags[name]} ({earlier!r} vs {value!r}); pass {flags[name]} to evaluate both alike")
+    return {name: value for name, (value, _) in found.items()}
+
+
+def _default_split(env_id: str) -> str:
+    """The split (task source) an env plays when its options name none: its constructor's default."""
+    import inspect
+
+    import gymnasium as gym
+
+    import rla_envs  # noqa: F401  (registers the env ids)
+
+    creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)
+    return inspect.signature(creator).parameters[SPLIT_OPTIONS[env_id]].default
 
 
 def task_type(task: Task) -> str:
@@ -153,8 +201,13 @@ def _record(episode, index: int, labels: list | None) -> dict[str, Any]:
     return data
 
 
-def _play(engine, tasks: Sequence[Task], path: Path, *, group_size: int = 1, judge=None, desc: str = "") -> list[dict]:
-    """Play ``group_size`` episodes of every task not yet in ``path``, one engine batch at a time; all records."""
+def _play(engine, tasks: Sequence[Task], path: Path, *, group_size: int = 1, judge=None, desc: str = "",
+          one_pass: bool = False) -> list[dict]:
+    """Play ``group_size`` episodes of every task not yet in ``path``, one engine batch at a time; all records.
+
+    ``one_pass``: one episode of every task in one engine pass (:func:`rla_train.builders.play_heldout`, the
+    trainer's evaluation), written when it ends: a file holding only some of them is refused.
+    """
     from tqdm.auto import tqdm
 
     records = read_records(path)
@@ -166,8 +219,13 @@ def _play(engine, tasks: Sequence[Task], path: Path, *, group_size: int = 1, jud
         if record.get("task_id") != expected:
             raise ValueError(f"{path} line {index + 1} is task {record.get('task_id')!r}, but the task list has "
                              f"{expected!r} there; it belongs to another evaluation: remove it or use a new --out")
-    chunk = max(1, engine.num_envs // group_size)
     done = len(records) // group_size
+    if one_pass:
+        if done not in (0, len(tasks)):
+            raise ValueError(f"{path} holds {done} of {len(tasks)} episodes, but a sampled evaluation plays all in one "
+                             "pass; remove it to restart")
+        return records or _play_all(engine, tasks, path, judge=judge, desc=desc)
+    chunk = max(1, engine.num_envs // group_size)
     sampling = engine.sampling
     with tqdm(total=len(tasks), initial=done, desc=desc, unit="task", disable=not engine.progress) as bar:
         for first in range(done, len(tasks), chunk):
@@ -184,6 +242,20 @@ def _play(engine, tasks: Sequence[Task], path: Path, *, group_size: int = 1, jud
             records.extend(new)
             bar.update(len(batch))
     engine.sampling = sampling
+    return records
+
+
+def _play_all(engine, tasks: Sequence[Task], path: Path, *, judge=None, desc: str = "") -> list[dict]:
+    """One episode of every task in one pass, as the trainer evaluates; their records, appended to ``path``."""
+    from rla_train.builders import play_heldout
+
+    episodes = play_heldout(engine, tasks, desc=desc)
+    labels = [None] * len(episodes)
+    if judge is not None:
+        judge.judge(None, episodes)
+        labels = [_labels(e) for e in episodes]
+    records = [_record(e, k, labels[k]) for k, e in enumerate(episodes)]
+    append_records(path, records)
     return records
 
 
@@ -228,9 +300,10 @@ def _summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------- backends
 def _policy(source, settings: EvalSettings):
-    """(agent, backend, action mode) for a resolved policy."""
+    """(agent, backend, action mode) for a resolved policy (a run's as :mod:`rla_train.builders` builds them)."""
     from benchmarks.evaluate.agents import ReferenceAgent, echo_backend
     from rla_train.agents import family_of, make_agent
+    from rla_train.builders import policy_backend, policy_dtype
 
     if source.kind != "model":
         return ReferenceAgent(source.kind, family_of(settings.env_id)), echo_backend(), source.kind
@@ -241,25 +314,57 @@ def _policy(source, settings: EvalSettings):
     elif options.get("action_format") == "index":
         options.pop("action_format")
     agent = make_agent(settings.env_id, **options)
-    return agent, _text_backend(source.model, settings, choice=mode == "choice"), mode
+    if mode == "choice" and settings.backend != "transformers":
+        raise ValueError(f"--action-mode choice scores candidates with the model itself: it needs --backend "
+                         f"transformers, not {settings.backend!r}")
+    dtype = None if source.run_config is None else policy_dtype(source.run_config)
+    return agent, policy_backend(_loaded_backend(source.model, settings, dtype=dtype), mode), mode
+
+
+def heldout_plan_for(source, settings: EvalSettings, split: str):
+    """How ``source`` plays ``split``: its run's held-out evaluation, with the command's settings over it.
+
+    A :class:`rla_train.builders.HeldOutPlan`: the env (the run's env options, then ``--env-option``, then the
+    split), ``settings.episodes`` tasks drawn with ``settings.seed``, the engine seeded as the trainer seeds its
+    held-out engine, and the sampling and ``num_envs`` of the run (``--temperature``, ``--max-new-tokens`` and
+    ``--num-envs`` win; without a run: greedy, 64 tokens, 16 envs). Reference agents play greedily.
+    """
+    from benchmarks.evaluate.agents import env_spec
+    from rla_train.backends.base import SamplingParams
+    from rla_train.builders import HeldOutPlan, heldout_engine_seed, heldout_plan
+
+    config = source.run_config if source.kind == "model" else None
+    run = heldout_plan(config) if config is not None else None
+    sampling = run.sampling if run is not None else SamplingParams(max_new_tokens=64, temperature=0.0)
+    if source.kind != "model":  # a reference agent's command comes back whole through the echo backend
+        sampling = SamplingParams(max_new_tokens=10**9, temperature=0.0)
+    else:
+        changes = {k: v for k, v in (("temperature", settings.temperature), ("max_new_tokens", settings.max_new_tokens))
+                   if v is not None}
+        sampling = dataclasses.replace(sampling, **changes)
+    options = {**source.env_options, **settings.env_options, **split_options(settings.env_id, split)}
+    num_envs = settings.num_envs or (run.num_envs if run is not None else 16)
+    return HeldOutPlan(env=env_spec(settings.env_id, source.kind, **options), episodes=settings.episodes,
+                       task_seed=settings.seed, engine_seed=heldout_engine_seed(settings.seed), sampling=sampling,
+                       num_envs=num_envs, workers=settings.workers)
 
 
 _LOADED: dict[tuple, Any] = {}
 """The two most recently loaded backends (the policy's and the reward model's), reused across splits."""
 
 
-def _loaded_backend(model: str, settings: EvalSettings):
+def _loaded_backend(model: str, settings: EvalSettings, *, dtype: str | None = None):
     """A backend on ``model``; the last two are kept, so a policy and its judge load once for all splits."""
     from rla_train.backends import make_backend
 
-    key = (model, settings.backend, settings.base_url)
+    key = (model, settings.backend, settings.base_url, dtype)
     if key not in _LOADED:
         while len(_LOADED) >= 2:
             _LOADED.pop(next(iter(_LOADED))).close()
         if settings.backend == "transformers":
             from rla_train.backends.hf import TransformersBackend
 
-            _LOADED[key] = TransformersBackend(model)
+            _LOADED[key] = TransformersBackend(model, dtype=dtype)
         else:
             _LOADED[key] = make_backend(settings.backend, model=model,
                                         **({"base_url": settings.base_url} if settings.base_url else {}))
@@ -267,8 +372,9 @@ def _loaded_backend(model: str, settings: EvalSettings):
 
 
 def _text_backend(model: str, settings: EvalSettings, *, choice: bool = False):
+    """The reward model's backend on ``model``; ``choice``: it picks the likelier verdict (greedy)."""
     if choice and settings.backend != "transformers":
-        raise ValueError(f"--action-mode choice scores candidates with the model itself: it needs --backend "
+        raise ValueError(f"--judge-mode choice scores the verdicts with the model itself: it needs --backend "
                          f"transformers, not {settings.backend!r}")
     backend = _loaded_backend(model, settings)
     if choice:
@@ -329,29 +435,25 @@ def _test_writer(settings: EvalSettings, spec: tuple[str, str]):
 # ------------------------------------------------------------------------------------------- evaluate
 def evaluate_policy(source, tasks: Sequence[Task], settings: EvalSettings, *, split: str, out: Path) -> dict[str, Any]:
     """Evaluate one policy on one split's tasks (resuming from ``out``); returns the result dict."""
-    from benchmarks.evaluate.agents import env_spec
     from rla_train.agents import family_of
     from rla_train.backends.base import SamplingParams
-    from rla_train.rollout.engine import RolloutEngine
+    from rla_train.builders import heldout_engine
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     agent, backend, mode = _policy(source, settings)
-    options = {**source.env_options, **settings.env_options, **split_options(settings.env_id, split)}
+    plan = heldout_plan_for(source, settings, split)
     rm_spec = _reward_model_spec(settings, source)
     code = family_of(settings.env_id) == "code"
     judge = None if code else _judge(settings, rm_spec)  # code: the reward model writes unit tests instead
-    # a reference agent's command comes back whole through the echo backend, whatever its length
-    limit = settings.max_new_tokens if source.kind == "model" else 10**9
-    greedy = SamplingParams(max_new_tokens=limit, temperature=0.0)
     stem = f"{source.name}-{_file_part(split)}"
-    with RolloutEngine(env_spec(settings.env_id, source.kind, **options), agent, backend, num_envs=settings.num_envs,
-                       workers=settings.workers, sampling=greedy, seed=settings.seed,
-                       progress=settings.progress) as engine:
-        records = _play(engine, tasks, out / f"episodes-{stem}.jsonl", judge=judge, desc=f"{source.name} {split}")
+    with heldout_engine(plan, agent, backend, progress=settings.progress) as engine:
+        records = _play(engine, tasks, out / f"episodes-{stem}.jsonl", judge=judge, desc=f"{source.name} {split}",
+                        one_pass=not plan.sampling.greedy)
         result = _summarize(records)
         if settings.samples and source.kind == "model":
-            engine.sampling = SamplingParams(max_new_tokens=settings.max_new_tokens, temperature=settings.temperature)
+            engine.sampling = SamplingParams(max_new_tokens=plan.sampling.max_new_tokens,
+                                             temperature=settings.samples_temperature)
             sampled = _play(engine, tasks, out / f"samples-{stem}.jsonl", group_size=settings.samples,
                             desc=f"{source.name} {split} samples")
             result.update(_pass_at(records, sampled, settings.samples))
@@ -360,7 +462,9 @@ def evaluate_policy(source, tasks: Sequence[Task], settings: EvalSettings, *, sp
 
                 result.update(unit_test_metrics(_test_writer(settings, rm_spec), tasks, sampled, settings.samples))
     result.update({"policy": source.name, "split": split, "env_id": settings.env_id, "action_mode": mode,
-                   "seed": settings.seed, "source": source.describe(), "reward_model": settings.reward_model})
+                   "seed": settings.seed, "temperature": plan.sampling.temperature, "num_envs": plan.num_envs,
+                   "outcomes": [int(bool(r["won"])) for r in records], "source": source.describe(),
+                   "reward_model": settings.reward_model})
     return result
 
 
