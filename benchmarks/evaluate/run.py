@@ -14,7 +14,8 @@ a policy from a run acts with the run's agent, action mode and ``train.eval_temp
 numbers. With a reward model every step is judged ``m`` times and compared with the expert step labels
 (:mod:`rla_train.step_labels`). Greedy episodes are appended to ``out/episodes-<policy>-<split>.jsonl`` after
 every engine batch, and a rerun plays only the rest; sampled ones play in one engine pass, as the trainer's
-evaluation does (its sampling stream runs across the whole pass), and are written when it ends. For code tasks ``samples=k`` adds ``k`` sampled programs per task for pass@k, and a reward model writes
+evaluation does (its sampling stream runs across the whole pass), and are written when it ends. For code tasks
+``samples=k`` adds ``k`` sampled programs per task for pass@k, and a reward model writes
 unit tests scored against them (UT accuracy, Detect rate: :mod:`benchmarks.evaluate.unit_tests`).
 """
 
