@@ -263,9 +263,12 @@ def test_run_time_failures_raise_instead_of_scoring(tmp_path):
 
     with pytest.raises(EvaluationError, match="connection refused"):
         evaluate(Broken(), _text_task())
-    bad_options = _text_task(func="compare_text_file", result={"type": "vm_file", "path": "/a", "dest": "../a"})
-    with pytest.raises(EvaluationError, match="'dest' must be a file name"):
-        evaluate(RecordingClient(files={"/a": b"x"}), bad_options)
+    # a dest that cannot be a file under the evaluation folder is a reason the task cannot run (refused before
+    # any episode, and again here), never an OSError from the file system
+    for dest, reason in (("../a", "'dest' must be a file name"), ("x" * 300, "longer than 255 bytes")):
+        bad_options = _text_task(func="compare_text_file", result={"type": "vm_file", "path": "/a", "dest": dest})
+        with pytest.raises(NotRunnable, match=reason):
+            evaluate(RecordingClient(files={"/a": b"x"}), bad_options)
 
 
 def test_relative_time_expected_values_through_the_evaluator():
