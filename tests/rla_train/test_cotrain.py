@@ -90,6 +90,7 @@ def _run(args, cache, **popen):
                             stderr=subprocess.PIPE, text=True, **popen)
 
 
+@pytest.mark.slow  # three training processes (~2.5 min alone, ~6 min under load); .ci/run runs it
 def test_sigkill_mid_step_then_resume_matches_an_uninterrupted_run(alfworld_cache, tmp_path):
     common = [arg for pair in (("--set", s) for s in [*SMALL, "train.steps=3"]) for arg in pair]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
