@@ -27,22 +27,3 @@ def test_entry_points_are_strings():
 def test_unknown_family_suggests_closest():
     with pytest.raises(KeyError, match="alfworld"):
         get_family("alfwrld")
-
-
-def test_a_users_gym_make_says_reset_again_after_a_failed_reset():
-    """Registered with the passive checker off: it answered every step after a failed reset with a TypeError."""
-    import gymnasium as gym
-    import pytest
-
-    from rla_envs.core.errors import ResetNeeded, TaskError
-
-    env = gym.make("rla/Code-v0")
-    try:
-        with pytest.raises(TaskError):
-            env.reset(options={"task": "no-such-task"})
-        with pytest.raises(ResetNeeded, match="reset again"):
-            env.step("print(1)")
-        env.reset(seed=0)
-        assert env.step("no code here")[4]["invalid_action"]
-    finally:
-        env.close()

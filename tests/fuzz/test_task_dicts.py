@@ -112,11 +112,21 @@ def test_osworld_instruction_and_id_of_any_type(value):
     assert_clear_error(outcome(load_task, raw), allowed=(InvalidTask,))
 
 
-def test_envs_rla_makes_step_after_a_failed_first_reset():
-    """gymnasium's passive checker made every step after a failed first reset raise TypeError; EnvSpec turns it off."""
+def _env_rla_makes():
     from rla_train.rollout.envs import EnvSpec
 
-    env = EnvSpec("rla/Code-v0", mode="multi", max_attempts=3)()
+    return EnvSpec("rla/Code-v0", mode="multi", max_attempts=3)()
+
+
+def _env_a_user_makes():
+    return gym.make("rla/Code-v0", mode="multi", max_attempts=3)  # the registered id: passive checker off
+
+
+@pytest.mark.parametrize("make_env", [_env_rla_makes, _env_a_user_makes], ids=["rla", "user-gym-make"])
+def test_step_after_a_failed_first_reset_says_reset_again(make_env):
+    """gymnasium's passive checker made every step after a failed first reset raise TypeError; rla's EnvSpec and the
+    registered ids turn it off."""
+    env = make_env()
     try:
         with pytest.raises(TaskError):
             env.reset(options={"task": "no-such-task"})
