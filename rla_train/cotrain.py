@@ -370,7 +370,9 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
 
 def _remove_empty_scratch(run_dir: Path) -> None:
     """TRL's trainers need an ``output_dir`` even when they save nothing there: drop those left empty."""
-    for name in ("warm-start", "trl-policy", "trl-reward-model"):
+    from rla_train.run_dir import SCRATCH_DIRS
+
+    for name in SCRATCH_DIRS:
         scratch = run_dir / name
         if scratch.is_dir() and not any(scratch.iterdir()):
             scratch.rmdir()

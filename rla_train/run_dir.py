@@ -24,13 +24,16 @@ from pathlib import Path
 
 from rla_envs.core.errors import RlaError
 
-__all__ = ["RunDirError", "claim_run_dir", "lock_holder", "LOCK_FILE", "RUN_FILES"]
+__all__ = ["RunDirError", "claim_run_dir", "lock_holder", "LOCK_FILE", "RUN_FILES", "SCRATCH_DIRS"]
 
 LOCK_FILE = ".rla-run.lock"
 """The file in a run directory whose ``flock`` the running run holds; it records the holder's pid."""
 
+SCRATCH_DIRS = ("warm-start", "trl-policy", "trl-reward-model")
+"""TRL trainers' ``output_dir`` folders inside a run directory (they save nothing there; a run removes them empty)."""
+
 RUN_FILES = ("config.yaml", "checkpoints", "metrics.jsonl", "summary.json", "learning_curves.png", "tensorboard",
-             "warm-start", "trl-policy", "trl-reward-model")
+             *SCRATCH_DIRS)
 """What ``python -m rla_train.run`` writes into its run directory: all that ``overwrite`` removes."""
 
 
