@@ -126,11 +126,9 @@ def _measure(provider_name: str, quick: bool, make_options: dict) -> list[Metric
 def _docker_available() -> str | None:
     """None when a Docker-API socket and the desktop image are there, else the reason."""
     try:
-        from rla_envs.desktop.providers import docker as docker_provider
         from rla_envs.desktop.providers.docker import DockerProvider
 
-        api = docker_provider.connect()
-        DockerProvider(client=api)._check_image()
+        DockerProvider().verify_image()
     except Exception as exc:  # noqa: BLE001 - any failure means: skip docker, say why
         return str(exc)
     return None

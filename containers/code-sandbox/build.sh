@@ -32,7 +32,7 @@ for f in $FILES; do
     mkdir -p "$CONTEXT/rla/$(dirname "$f")"
     cp "$ROOT/$f" "$CONTEXT/rla/$f"
 done
-# Same digest as rla_envs.code.sandbox.docker.source_hash(): the sandbox checks that the image
+# Same digest as rla_envs.code.sandbox.docker_image.source_hash(): the sandbox checks that the image
 # carries the sandbox code the host runs.
 # shellcheck disable=SC2086  # FILES: one path per word
 HASH=$(sources_digest "$ROOT" $FILES)

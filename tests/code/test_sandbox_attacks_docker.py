@@ -23,6 +23,8 @@ from tests.code import test_sandbox_attacks as harness
 from tests.code.test_sandbox_attacks import CORPUS, SLOTS, host, test_attack_is_contained  # noqa: F401
 
 from rla_envs.code.sandbox import SandboxError, make_sandbox
+from rla_envs.core.docker import connect
+from rla_envs.core.errors import MissingDependency
 
 pytestmark = [pytest.mark.docker,
               pytest.mark.skipif(not CORPUS.is_dir(), reason=f"attack corpus not found at {CORPUS}")]
@@ -134,11 +136,9 @@ def _free_uid_base() -> int:
 
 @pytest.fixture(scope="module")
 def sandbox(host):  # noqa: F811 - overrides the local harness's fixture of the same name
-    from rla_envs.code.sandbox.docker import connect
-
     try:
-        connect()
-    except SandboxError as exc:
+        connect(error=SandboxError)
+    except (SandboxError, MissingDependency) as exc:
         pytest.skip(f"no Docker-API socket: {exc}")
     try:
         box = make_sandbox("docker", slots=SLOTS, uid_base=_free_uid_base())

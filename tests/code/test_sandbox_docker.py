@@ -14,6 +14,9 @@ import pytest
 
 from rla_envs.code.grading import grade, sandbox_limits
 from rla_envs.code.sandbox import Call, Limits, SandboxError, make_sandbox
+from rla_envs.code.sandbox.docker_container import LABEL
+from rla_envs.core.docker import connect
+from rla_envs.core.errors import MissingDependency
 from rla_envs.code.tasks.taskfile import load_task_file
 from tests.code.test_sandbox_attacks import Listener
 from tests.paths import SANDBOX_ATTACKS
@@ -27,11 +30,9 @@ MIB = 1 << 20
 
 def docker_sandbox_or_skip():
     """A 2-slot docker sandbox and its API client; skips when there is no socket or no image."""
-    from rla_envs.code.sandbox.docker import connect
-
     try:
-        client = connect()
-    except SandboxError as exc:
+        client = connect(error=SandboxError)
+    except (SandboxError, MissingDependency) as exc:
         pytest.skip(f"no Docker-API socket: {exc}")
     try:
         return make_sandbox("docker", slots=2), client
@@ -129,8 +130,6 @@ _LIST_PROCESSES = "import os\nprint('\\n'.join(p for p in os.listdir('/proc') if
 
 
 def test_no_container_left_after_close():
-    from rla_envs.code.sandbox.docker import LABEL
-
     sandbox, client = docker_sandbox_or_skip()
     label = f"{LABEL}={sandbox.instance}"
     assert len(client.containers.list(all=True, filters={"label": label})) == 2
@@ -144,12 +143,10 @@ def test_no_container_left_after_close():
 
 def test_lost_container_is_replaced():
     """A container that dies mid-session fails that session's calls and is replaced for the next run."""
-    from rla_envs.code.sandbox.docker import connect
-
     try:
-        connect()
+        connect(error=SandboxError)
         sandbox = make_sandbox("docker", slots=1)
-    except SandboxError as exc:
+    except (SandboxError, MissingDependency) as exc:
         pytest.skip(f"docker sandbox unavailable: {exc}")
     try:
         with sandbox.session("def f(x):\n    return x\n", Limits(timeout_s=2)) as session:

@@ -52,7 +52,7 @@ _NAMESPACE_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER |
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 38, 22
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 4, 38, 22
 SECCOMP_MODE_FILTER = 2
 
 # Directories hidden behind an empty tmpfs in the fork server's mount namespace.
@@ -84,6 +84,11 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, d
 def _prctl(option: int, arg2: int = 0) -> None:
     _check(_libc.prctl(option, ctypes.c_ulong(arg2), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)),
            f"prctl({option})")
+
+
+def set_not_dumpable() -> None:
+    """Let no other process of this uid read or write this one's memory through ``/proc`` (or ptrace it)."""
+    _prctl(PR_SET_DUMPABLE, 0)
 
 
 def set_parent_death_signal(signum: int) -> None:

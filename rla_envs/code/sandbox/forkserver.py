@@ -69,7 +69,7 @@ def main(control_fd: int) -> None:
             spec = json.loads(message)["spawn"]
             if len(fds) != _SERVER_FDS_NEEDED:
                 raise ValueError(f"expected {_SERVER_FDS_NEEDED} descriptors, got {len(fds)}")
-            pid = _spawn(spec, fds, caps, seccomp_filter, control.fileno())
+            pid = fork_monitor(spec, fds, caps, seccomp_filter)
             children.add(pid)
             reply = {"spawned": pid}
         except Exception as exc:  # report, keep serving
@@ -119,12 +119,12 @@ def _set_up(config: dict, plan: readable.ReadPlan) -> dict:
     if not caps.get("mountns"):
         os.makedirs(WORK_ROOT if caps["root"] else config.get("work_root", WORK_ROOT), exist_ok=True)
     caps["work_root"] = WORK_ROOT if caps.get("mountns") else config.get("work_root", WORK_ROOT)
-    caps.update(_probe(caps, config.get("uid_base", 64000)))
+    caps.update(probe(caps, config.get("uid_base", 64000)))
     return caps
 
 
-def _probe(caps: dict, uid: int) -> dict:
-    """Try the per-session confinement in a throw-away child and report each step."""
+def probe(caps: dict, uid: int) -> dict:
+    """Try the per-session confinement (as ``uid``) in a throw-away child and report which steps worked."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -181,15 +181,25 @@ def _try(action) -> bool:
         return False
 
 
-def _spawn(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | None, control_fd: int) -> int:
-    """Fork the monitor of one session; return its pid."""
+def fork_monitor(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | None) -> int:
+    """Fork the monitor of one session; return its pid.
+
+    The monitor holds only the session's six descriptors (and 0-2): one that kept its parent's (the
+    control socket, a docker agent's ends of the host's stream) would keep them open after the parent
+    closed them, and the worker from seeing EOF.
+    """
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid:
         return pid
     try:
-        os.close(control_fd)
+        low = 3
+        for fd in sorted(set(fds)):
+            if fd > low:
+                os.closerange(low, fd)
+            low = max(low, fd + 1)
+        os.closerange(low, os.sysconf("SC_OPEN_MAX"))
         _monitor(spec, fds, caps, seccomp_filter)
     except BaseException:
         os._exit(70)

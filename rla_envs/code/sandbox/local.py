@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rla_envs.code.sandbox.base import Call, CallResult, ClosesOnExit, ConfinementUnavailable, Limits, SandboxError
+from rla_envs.code.sandbox.bootstrap import bootstrap_program
 from rla_envs.code.sandbox.readable import ReadPlan, check_packages
 from rla_envs.code.sandbox.session import LocalSession
 
@@ -107,7 +108,7 @@ class LocalSandbox(ClosesOnExit):
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": package_root, "PYTHONDONTWRITEBYTECODE": "1",
                "RLA_SANDBOX_CONFIG": json.dumps(config)}
         self._server = subprocess.Popen(
-            [sys.executable, "-s", "-c", _BOOTSTRAP, package_root, str(theirs.fileno())],
+            [sys.executable, "-s", "-c", _FORK_SERVER, package_root, str(theirs.fileno())],
             pass_fds=(theirs.fileno(),), env=env, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             start_new_session=True)
         theirs.close()
@@ -145,7 +146,8 @@ class LocalSandbox(ClosesOnExit):
             self._server.kill()
             self._server.wait()
 
-    def _spawn(self, spec: dict, fds: list[int]) -> int:
+    def spawn_worker(self, spec: dict, fds: list[int]) -> int:
+        """Have the fork server start a confined worker for ``spec`` on the session's descriptors ``fds``."""
         with self._lock:
             if self._closed and self._server.poll() is not None:
                 raise SandboxError("this sandbox is closed")
@@ -164,10 +166,10 @@ class LocalSandbox(ClosesOnExit):
         self._sessions.add(item)
         return item
 
-    def _retire(self, session: "LocalSession") -> None:
+    def retire(self, session: "LocalSession") -> None:
         """End a used session in the background and put a fresh spare for its slot in its place."""
         if self._closed:
-            session._teardown()
+            session.teardown()
         else:
             self._retired.put(session)
 
@@ -176,7 +178,7 @@ class LocalSandbox(ClosesOnExit):
             session = self._retired.get()
             if session is None:
                 return
-            session._teardown()
+            session.teardown()
             if self._closed:
                 continue
             try:
@@ -239,11 +241,11 @@ class LocalSandbox(ClosesOnExit):
             self._retired.put(None)
             warmer.join()
         for session in list(self._sessions):
-            session._teardown()
+            session.teardown()
         while not self._ready.empty():
             spare = self._ready.get()
             if isinstance(spare, LocalSession):
-                spare._teardown()
+                spare.teardown()
         with self._lock:
             if hasattr(self, "_control"):
                 self._stop_server()
@@ -252,18 +254,8 @@ class LocalSandbox(ClosesOnExit):
         self._uid_locks = {}
 
 
-# Starts the fork server without running the package __init__ files (which import gymnasium and
-# numpy): a lean server forks faster, and the sandboxed program starts from a near-bare interpreter.
-_BOOTSTRAP = """
-import sys, types
-root = sys.argv[1]
-for name in ("rla_envs", "rla_envs.core", "rla_envs.code", "rla_envs.code.sandbox"):
-    package = types.ModuleType(name)
-    package.__path__ = [root + "/" + name.replace(".", "/")]
-    sys.modules[name] = package
-from rla_envs.code.sandbox.forkserver import main
-main(int(sys.argv[2]))
-"""
+# The fork server, started through the bootstrap that skips the package __init__ files.
+_FORK_SERVER = bootstrap_program("from rla_envs.code.sandbox.forkserver import main\nmain(int(sys.argv[2]))")
 
 DEFAULT_UID_BASE = 64000
 _UID_SEARCH = 4096  # how far above DEFAULT_UID_BASE to look for free uids

@@ -5,7 +5,7 @@ program. :meth:`LocalSession.start` hands it the program, form and limits; the f
 serves :meth:`LocalSession.call`, the stdio form ends with :meth:`LocalSession.finish`. Every read is
 non-blocking through one selector: stdout/stderr are kept up to ``Limits.output_bytes`` each, records
 arrive on their own pipe, and the monitor's exit report on the control socket says the worker's whole
-process tree is gone. Used sessions are ended by the sandbox's warmer thread (:meth:`_teardown`).
+process tree is gone. Used sessions are ended by the sandbox's warmer thread (:meth:`teardown`).
 """
 
 from __future__ import annotations
@@ -16,25 +16,35 @@ import selectors
 import signal
 import socket
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rla_envs.code.sandbox import confine
 from rla_envs.code.sandbox.base import (Call, CallResult, ClosesOnExit, Limits, SandboxError, decode_value,
                                         encode_value)
 
-if TYPE_CHECKING:
-    from rla_envs.code.sandbox.local import LocalSandbox
-
-__all__ = ["LocalSession"]
+__all__ = ["LocalSession", "WorkerHost"]
 
 _RECORD_LIMIT = 64 << 20  # bytes of records one session may send before it is cut off
 _GRACE_S = 2.0  # how long to wait for a killed session's exit report
 
 
+class WorkerHost(Protocol):
+    """What a :class:`LocalSession` needs of whoever runs it: the local sandbox, or the docker agent."""
+
+    uid_base: int
+    """Slot ``i``'s worker runs as ``uid_base + i``."""
+
+    def spawn_worker(self, spec: dict, fds: list[int]) -> int:
+        """Start a confined worker for ``spec`` on the six child descriptors ``fds``; return its monitor's pid."""
+
+    def retire(self, session: "LocalSession") -> None:
+        """End a used session (at once, or in the background) and make way for the slot's next spare."""
+
+
 class LocalSession(ClosesOnExit):
     """One confined process of the local sandbox (see :meth:`LocalSandbox.session`)."""
 
-    def __init__(self, sandbox: LocalSandbox, slot: int) -> None:
+    def __init__(self, sandbox: WorkerHost, slot: int) -> None:
         """Spawn a confined worker for ``slot`` that waits for its program (a warm spare)."""
         self._sandbox, self.slot = sandbox, slot
         self.uid = sandbox.uid_base + slot
@@ -54,7 +64,7 @@ class LocalSession(ClosesOnExit):
         try:
             self._spawn()
         except BaseException:
-            self._teardown()
+            self.teardown()
             raise
 
     # -- plumbing ----------------------------------------------------------------------------------
@@ -68,7 +78,7 @@ class LocalSession(ClosesOnExit):
         self._ctl = ctl_host
         self._fds = [self._stdin_w, self._stdout_r, self._stderr_r, self._request_w, self._records_r]
         try:
-            self._sandbox._spawn({"uid": self.uid}, child_ends)
+            self._sandbox.spawn_worker({"uid": self.uid}, child_ends)
         finally:
             for fd in child_ends[:5]:
                 os.close(fd)
@@ -316,9 +326,9 @@ class LocalSession(ClosesOnExit):
         if self._closed:
             return
         self._closed = True
-        self._sandbox._retire(self)
+        self._sandbox.retire(self)
 
-    def _teardown(self) -> None:
+    def teardown(self) -> None:
         """End the worker (EOF on its requests, SIGKILL after 0.5 s) and release the descriptors."""
         if self._torn_down:
             return

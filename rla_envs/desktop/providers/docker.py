@@ -24,7 +24,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import secrets
@@ -34,7 +33,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from rla_envs.core.errors import MissingDependency, RlaError
+from rla_envs.core.docker import ImageKind, check_image, connect, remove_container, sources_digest
+from rla_envs.core.errors import RlaError
 from rla_envs.desktop.client import ControllerClient, ControllerError
 from rla_envs.desktop.providers.base import DesktopProvider
 
@@ -48,7 +48,6 @@ PROTOCOL = "1"
 LABEL = "rla.desktop"
 """Label on every container this provider starts (value: the provider's id)."""
 CONTROLLER_PORT = 5000
-BUILD_HINT = "build it with containers/desktop/build.sh"
 CONTROLLER_DIR = "rla_envs/desktop/controller"
 
 
@@ -56,9 +55,14 @@ class DesktopContainerError(RlaError, RuntimeError):
     """The desktop container could not be made, started or reached (the message says why and what to do)."""
 
 
+IMAGE = ImageKind(name="desktop", label=LABEL, protocol=PROTOCOL, build_script="containers/desktop/build.sh",
+                  sources="controller sources", error=DesktopContainerError)
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
 def source_files(root: str | Path | None = None) -> list[str]:
     """The controller's files (relative to the repository root, sorted) that the image carries."""
-    root = Path(root) if root is not None else Path(__file__).resolve().parents[3]
+    root = Path(root) if root is not None else _REPO_ROOT
     base = root / CONTROLLER_DIR
     if not base.is_dir():
         return []
@@ -68,29 +72,9 @@ def source_files(root: str | Path | None = None) -> list[str]:
 
 def source_hash(root: str | Path | None = None) -> str:
     """Digest of the controller's sources; ``build.sh`` stores the same digest in the image label
-    ``rla.desktop.source-hash`` (sha256 over ``path\\nsha256(content)\\n`` per file, sorted)."""
-    root = Path(root) if root is not None else Path(__file__).resolve().parents[3]
-    lines = "".join(f"{name}\n{hashlib.sha256((root / name).read_bytes()).hexdigest()}\n"
-                    for name in source_files(root))
-    return hashlib.sha256(lines.encode()).hexdigest()
-
-
-def connect(base_url: str | None = None, timeout: float = 120):
-    """A ``docker.DockerClient`` for ``base_url`` (default ``DOCKER_HOST``) that answered a ping, or
-    :class:`DesktopContainerError` saying why not."""
-    try:
-        import docker
-    except ImportError as exc:
-        raise MissingDependency('the docker desktop provider needs the docker SDK: pip install "rla[docker]"') from exc
-    where = base_url or os.environ.get("DOCKER_HOST") or "the default socket"
-    try:
-        client = docker.DockerClient(base_url=base_url, timeout=timeout) if base_url else docker.from_env(timeout=timeout)
-        client.ping()
-    except Exception as exc:
-        raise DesktopContainerError(
-            f"no Docker-API server answers at {where}: {type(exc).__name__}: {exc}. Start a Docker daemon, or "
-            "podman's socket with `export DOCKER_HOST=$(scripts/start-docker-api.sh)`") from None
-    return client
+    ``rla.desktop.source-hash``."""
+    root = Path(root) if root is not None else _REPO_ROOT
+    return sources_digest(root, source_files(root))
 
 
 def _parse_screen(screen_size: Any) -> tuple[int, int]:
@@ -152,9 +136,7 @@ class DockerProvider(DesktopProvider):
         """Create and start the container (once), wait for its controller, return the controller's client."""
         if self._client is not None:
             return self._client
-        if self._docker is None:
-            self._docker = connect(self._base_url)
-        self._check_image()
+        self.verify_image()
         token = secrets.token_urlsafe(32)
         client = None
         try:
@@ -201,7 +183,15 @@ class DockerProvider(DesktopProvider):
             client.close()
         container, self.container = self.container, None
         if container is not None:
-            _remove(container)
+            remove_container(container, error=DesktopContainerError)
+
+    def verify_image(self) -> None:
+        """Connect to the Docker-API socket (once) and check the image: :class:`DesktopContainerError` saying
+        how to build it if it is missing, of another protocol or (with ``check_image``) built from other
+        controller sources than this checkout's."""
+        if self._docker is None:
+            self._docker = connect(self._base_url, error=DesktopContainerError)
+        check_image(self._docker, self.image, IMAGE, source_hash() if self.check_image else None)
 
     @property
     def container_id(self) -> str | None:
@@ -212,26 +202,6 @@ class DockerProvider(DesktopProvider):
     @property
     def _name(self) -> str:
         return f"rla-desktop-{self.instance}"
-
-    def _check_image(self) -> None:
-        import docker.errors
-
-        try:
-            image = self._docker.images.get(self.image)
-        except docker.errors.ImageNotFound:
-            raise DesktopContainerError(f"the desktop image {self.image!r} is not on the Docker-API server; "
-                                        f"{BUILD_HINT}") from None
-        except docker.errors.APIError as exc:
-            raise DesktopContainerError(f"cannot inspect the desktop image {self.image!r}: {exc}") from exc
-        labels = (image.attrs.get("Config") or {}).get("Labels") or image.labels or {}
-        if labels.get("rla.desktop.protocol") != PROTOCOL:
-            raise DesktopContainerError(f"the image {self.image!r} is not an rla desktop image of protocol "
-                                        f"{PROTOCOL} (labels: {labels}); {BUILD_HINT}")
-        if self.check_image and labels.get("rla.desktop.source-hash") != source_hash():
-            raise DesktopContainerError(
-                f"the image {self.image!r} was built from other controller sources than this checkout's "
-                f"(image {str(labels.get('rla.desktop.source-hash'))[:12]}, here {source_hash()[:12]}); "
-                f"rebuild it with containers/desktop/build.sh, or pass check_image=False")
 
     def _command(self) -> list[str]:
         """The container's command: the controller on the container's network, the port the provider publishes."""
@@ -312,30 +282,12 @@ class DockerProvider(DesktopProvider):
         return f"its last {lines} log lines:\n{text}" if text else "its log is empty"
 
 
-def _remove(container: Any, attempts: int = 50) -> None:
-    """``remove(force=True)``, retried while the server reports the container busy (podman answers 500 while
-    the container is still stopping)."""
-    import docker.errors
-
-    last: Exception | None = None
-    for _ in range(attempts):
-        try:
-            container.remove(force=True)
-            return
-        except docker.errors.NotFound:
-            return
-        except Exception as exc:
-            last = exc
-            time.sleep(0.1)
-    raise DesktopContainerError(f"could not remove the desktop container {container.id[:12]}: {last}")
-
-
 def remove_leftovers(base_url: str | None = None, *, everything: bool = False, client: Any = None) -> list[str]:
     """Remove desktop containers whose owner process on this host is gone (all of them with ``everything``).
 
     Returns the names of the containers removed.
     """
-    docker_client = client if client is not None else connect(base_url)
+    docker_client = client if client is not None else connect(base_url, error=DesktopContainerError)
     here = socket.gethostname()
     removed = []
     for container in docker_client.containers.list(all=True, filters={"label": LABEL}):
@@ -347,7 +299,7 @@ def remove_leftovers(base_url: str | None = None, *, everything: bool = False, c
                 continue
             if labels.get(f"{LABEL}.host") != here or _alive(pid):
                 continue
-        _remove(container)
+        remove_container(container, error=DesktopContainerError)
         removed.append(container.name)
     return removed
 

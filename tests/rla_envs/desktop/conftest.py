@@ -43,11 +43,12 @@ def local_desktop_unavailable() -> str | None:
 
 def docker_client_or_skip():
     """A Docker-API client that answered a ping, or a skip saying why there is none."""
-    from rla_envs.desktop.providers import docker as docker_provider
+    from rla_envs.core.docker import connect
+    from rla_envs.desktop.providers.docker import DesktopContainerError
 
     try:
-        return docker_provider.connect()
-    except (docker_provider.DesktopContainerError, ImportError) as exc:
+        return connect(error=DesktopContainerError)
+    except (DesktopContainerError, ImportError) as exc:
         pytest.skip(f"no Docker-API socket: {exc}")
 
 
@@ -56,7 +57,7 @@ def image_or_skip(client, image: str | None = None) -> None:
     from rla_envs.desktop.providers.docker import DEFAULT_IMAGE, DesktopContainerError, DockerProvider
 
     try:
-        DockerProvider(image or DEFAULT_IMAGE, client=client)._check_image()
+        DockerProvider(image or DEFAULT_IMAGE, client=client).verify_image()
     except DesktopContainerError as exc:
         pytest.skip(f"desktop image unavailable: {exc}")
 
