@@ -17,13 +17,18 @@ __all__ = ["TaskEnv", "Transition"]
 
 @dataclass
 class Transition:
-    """What a family's game returns for one action: the text and the facts the base env needs."""
+    """What a family's game returns for one action: the observation and the facts the base env needs."""
 
-    observation: str
+    observation: Any
     won: bool = False
     lost: bool = False
     invalid_action: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+    truncated: bool = False
+    """The game stopped the episode without the agent ending it (a desktop session that died, a desktop
+    task evaluated at the step limit): truncated, not terminated, even when ``won``."""
+    reward: float | None = None
+    """A graded outcome in [0, 1] (OSWorld's score); None: 1.0 when ``won``, else 0.0."""
 
 
 class TaskEnv(gym.Env):
@@ -159,11 +164,11 @@ class TaskEnv(gym.Env):
             transition = Transition(observation=problem, invalid_action=True, info=self._current_info())
         else:
             transition = self._play(action)
-        terminated = bool(transition.won or transition.lost)
-        truncated = not terminated and self._step_count >= self.max_steps
+        terminated = bool(transition.won or transition.lost) and not transition.truncated
+        truncated = not terminated and (transition.truncated or self.at_step_limit)
         self._episode_over = terminated or truncated
         self._last_observation = transition.observation
-        reward = 1.0 if transition.won else 0.0
+        reward = transition.reward if transition.reward is not None else (1.0 if transition.won else 0.0)
         info = self._info(won=transition.won, invalid_action=transition.invalid_action, family_info=transition.info)
         self._render_if_human()
         return transition.observation, reward, terminated, truncated, info
@@ -176,6 +181,11 @@ class TaskEnv(gym.Env):
         return None
 
     # ----------------------------------------------------------------- helpers
+    @property
+    def at_step_limit(self) -> bool:
+        """Whether the step being played is the episode's last (``max_steps`` reached): it is truncated after it."""
+        return self._step_count >= self.max_steps
+
     def _check_episode_running(self) -> None:
         """Raise ``ResetNeeded`` saying why no episode runs: never reset, the last reset failed, or it ended."""
         name = type(self).__name__

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from rla_envs.core.env import TaskEnv
+from rla_envs.core.env import TaskEnv, Transition
 from rla_envs.core.errors import InvalidTask, ResetNeeded, TaskNotFound
 from rla_envs.core.spaces import PrintableText, is_printable_text
 from rla_envs.core.task import Task
@@ -237,23 +237,18 @@ class OSWorldEnv(TaskEnv):
         self._last = self._fresh_info(kind=None, source=None)
         return self._observe(task.instruction), self._last
 
-    def step(self, action: Any):
-        self._check_episode_running()  # never reset, the last reset failed (saying why), or the episode ended
+    def _play(self, action: Any) -> Transition:
+        """Run the action; evaluate the task when the agent ends the episode or at the step limit."""
         from rla_envs.desktop.client import ControllerError
 
-        self._step_count += 1
         parsed = parse_action(action, screen_size=self.screen_size)
         info = self._fresh_info(kind=parsed.kind, source=parsed.source)
-        error = self._perform(parsed)
-        info["action_error"] = error
-        terminated = parsed.ends_episode
-        truncated = not terminated and self._step_count >= self.max_steps
-        reward = 0.0
-        if terminated or truncated:
-            info["evaluated_on"] = parsed.kind if terminated else "truncation"
-            last_action = parsed.kind if terminated else (parsed.code or None)
+        error = info["action_error"] = self._perform(parsed)
+        ended, truncated = parsed.ends_episode, not parsed.ends_episode and self.at_step_limit
+        if ended or truncated:
+            info["evaluated_on"] = parsed.kind if ended else "truncation"
+            last_action = parsed.kind if ended else (parsed.code or None)
             info["score"], info["evaluation_error"] = self._evaluate(last_action)
-            reward = float(info["score"] or 0.0)
         try:
             observation = self._observe(self.task.instruction)
         except ControllerError as exc:  # the action (or something) ended the session: the episode cannot go on
@@ -261,13 +256,16 @@ class OSWorldEnv(TaskEnv):
             lost = f"the desktop session stopped answering ({exc}); the episode is truncated and reset() starts a " \
                    "fresh session"
             error = info["action_error"] = f"{error}; {lost}" if error else lost
-            truncated = not terminated
+            truncated = not ended
             info["evaluation_error"] = info["evaluation_error"] or "the desktop session stopped answering"
-        self._episode_over = terminated or truncated
         self._last = info
         won = info["score"] is not None and info["score"] >= 1.0
-        return observation, reward, terminated, truncated, self._info(
-            won=won, invalid_action=error is not None, family_info=info)
+        return Transition(observation, won=won, lost=ended and not won, invalid_action=error is not None, info=info,
+                          truncated=truncated, reward=float(info["score"] or 0.0))
+
+    def _action_problem(self, action: Any) -> str | None:
+        """None: :func:`~rla_envs.desktop.actions.parse_action` judges every action (computer_13 dicts included)."""
+        return None
 
     def render(self):
         if self._last_obs is None:

@@ -8,7 +8,9 @@ from gymnasium.utils.env_checker import check_env
 
 from rla_envs.core.errors import InvalidTask, ResetNeeded, TaskNotFound
 from rla_envs.core.task import thaw
+from rla_envs.desktop.client import ControllerError
 from rla_envs.desktop.env import OSWorldEnv
+from rla_envs.desktop.osworld import evaluator
 from rla_envs.desktop.osworld.errors import NotRunnable
 from rla_envs.desktop.providers.base import DesktopProvider
 from rla_envs.desktop.tasks import bundled_tasks
@@ -71,6 +73,99 @@ def test_a_task_that_cannot_run_is_refused_with_every_reason_before_the_session_
     assert "chrome_open_tabs" in text and "compare_pptx_files" in text
     with pytest.raises(ResetNeeded, match="the last reset\\(\\) failed \\(NotRunnable: .*reset again"):
         env.step("DONE")
+
+
+class ScriptedClient:
+    """A controller client whose session runs any code, shows a black screen, and dies on the code ``die()``."""
+
+    def __init__(self):
+        self.alive = True
+
+    def run_pyautogui(self, code, timeout=None):
+        if code.strip() == "die()":
+            self.alive = False
+            raise ControllerError("the controller stopped answering")
+        return {"status": "success"}
+
+    def screenshot_array(self):
+        if not self.alive:
+            raise ControllerError("the controller stopped answering")
+        return np.zeros((480, 640, 3), np.uint8)
+
+    def accessibility_tree(self):
+        return "<desktop-frame/>"
+
+
+class ScriptedProvider(DesktopProvider):
+    """A provider whose session is a :class:`ScriptedClient` (fresh on every reset)."""
+
+    name = "scripted"
+    screen_size = (640, 480)
+
+    def __init__(self):
+        self.session = ScriptedClient()
+
+    def start(self):
+        return self.session
+
+    def has_app(self, name):
+        return True
+
+    def reset(self):
+        self.session = ScriptedClient()
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def scripted_env(monkeypatch):
+    """An env on a scripted session, its one task set up by nothing, whose evaluator scores ``scores["next"]``."""
+    scores = {"next": 1.0}
+    monkeypatch.setattr(evaluator, "evaluate", lambda client, raw, **_: scores["next"])
+    raw = thaw(by_osworld_id("rla-os-make-dirs").spec["osworld"])
+    raw["config"] = []
+    env = OSWorldEnv([raw], provider=ScriptedProvider(), max_steps=2, wait_seconds=0)
+    return env, scores
+
+
+def test_done_terminates_with_the_evaluators_score(scripted_env):
+    env, scores = scripted_env
+    env.reset(seed=0)
+    scores["next"] = 0.5
+    _, reward, terminated, truncated, info = env.step("DONE")
+    assert (reward, terminated, truncated) == (0.5, True, False)
+    assert info["evaluated_on"] == "DONE" and info["score"] == 0.5 and not info["won"]
+    with pytest.raises(ResetNeeded, match="after the episode ended"):
+        env.step("DONE")
+
+
+def test_the_step_limit_truncates_and_evaluates_even_a_won_task(scripted_env):
+    env, _ = scripted_env
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step("pyautogui.press('a')")
+    assert (reward, terminated, truncated, info["score"], info["evaluated_on"]) == (0.0, False, False, None, None)
+    _, reward, terminated, truncated, info = env.step("pyautogui.press('b')")
+    assert (reward, terminated, truncated) == (1.0, False, True)
+    assert info["evaluated_on"] == "truncation" and info["won"] and info["step"] == 2
+
+
+def test_a_session_that_dies_truncates_the_episode_without_a_score(scripted_env):
+    env, _ = scripted_env
+    env.reset(seed=0)
+    observation, reward, terminated, truncated, info = env.step("die()")
+    assert (reward, terminated, truncated, info["score"]) == (0.0, False, True, None)
+    assert info["invalid_action"] and "stopped answering" in info["action_error"]
+    assert not observation["screenshot"].any() and observation["accessibility_tree"] == ""
+    observation, _ = env.reset(seed=0)  # a fresh session
+    assert observation["accessibility_tree"] == "<desktop-frame/>"
+
+
+def test_computer13_dicts_are_actions_not_type_errors(scripted_env):
+    env, _ = scripted_env
+    env.reset(seed=0)
+    _, _, _, _, info = env.step({"action_type": "CLICK", "parameters": {"x": 5, "y": 9}})
+    assert info["action_source"] == "computer_13" and not info["invalid_action"]
 
 
 # ----------------------------------------------------------------- on the local desktop
