@@ -11,10 +11,16 @@ LibreOffice Calc window answers in about a second or two.
 
 from __future__ import annotations
 
+import logging
 import time
 import xml.etree.ElementTree as ET
+from functools import partial
+from typing import Callable, TypeVar
 
 __all__ = ["accessibility_tree", "NAMESPACES"]
+
+logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 NAMESPACES = {
     "st": "https://accessibility.ubuntu.example.org/ns/state",
@@ -39,6 +45,7 @@ _ATTR = "{%s}" % NAMESPACES["attr"]
 _CP = "{%s}" % NAMESPACES["cp"]
 _VAL = "{%s}" % NAMESPACES["val"]
 _ACT = "{%s}" % NAMESPACES["act"]
+_VALUE_FIELDS = (("value", "currentValue"), ("min", "minimumValue"), ("max", "maximumValue"), ("step", "minimumIncrement"))
 
 
 class _Budget:
@@ -63,6 +70,35 @@ def _clean(text: str) -> str:
 Box = tuple[int, int, int, int]
 
 
+def _read(node, field: str, read: Callable[[], _T]) -> _T | None:
+    """``read()`` of one field of an accessible, or None when it cannot be read.
+
+    An accessible without the interface (``NotImplementedError``: a label has no Value) simply has no such
+    field. Any other failure is the app's side of AT-SPI (a D-Bus error, a stale object): the field is
+    left out of the tree and logged at debug level with its name, so a missing field can be traced.
+    """
+    try:
+        return read()
+    except NotImplementedError:
+        return None
+    except Exception as exc:  # GLib.GError, LookupError, RuntimeError...: whatever the app's AT-SPI side raised
+        logger.debug("accessibility tree: %s of %r not read: %s: %s", field, _node_label(node), type(exc).__name__, exc)
+        return None
+
+
+def _node_label(node) -> str:
+    """``role "name"`` of an accessible, for log lines (never raises)."""
+    try:
+        return f"{node.getRoleName()} {node.name!r}"
+    except Exception as exc:  # a node that cannot even name itself is logged as such
+        return f"<unnamed accessible: {type(exc).__name__}>"
+
+
+def _describe_action(action, index: int) -> tuple[str, str, str]:
+    """``(name, description, key binding)`` of an accessible's action ``index``."""
+    return action.getName(index), action.getDescription(index), action.getKeyBinding(index)
+
+
 def _element(node, pyatspi, offset: tuple[int, int]) -> tuple[ET.Element, set, Box | None]:
     """The XML element for one accessible (its children not yet added), its state nicks and its box.
 
@@ -72,48 +108,35 @@ def _element(node, pyatspi, offset: tuple[int, int]) -> tuple[ET.Element, set, B
     states = {state.value_nick for state in node.getState().get_states()}
     for nick in sorted(states):
         attributes[_ST + nick.replace("-", "_")] = "true"
-    try:
-        for key, value in (node.get_attributes() or {}).items():
-            if key:
-                attributes[_ATTR + _tag(key)] = _clean(str(value))
-    except Exception:
-        pass
+    for key, value in (_read(node, "attributes", node.get_attributes) or {}).items():
+        if key:
+            attributes[_ATTR + _tag(key)] = _clean(str(value))
     element = ET.Element(_tag(node.getRoleName() or "unknown"), attributes)
     box = None
     if "showing" not in states:
         # Off screen (e.g. the items of a closed menu): no position, text, value or actions to read.
         return element, states, box
     if "visible" in states:
-        try:
-            x, y, width, height = node.queryComponent().getExtents(pyatspi.XY_SCREEN)
+        extents = _read(node, "extents", lambda: node.queryComponent().getExtents(pyatspi.XY_SCREEN))
+        if extents is not None:
+            x, y, width, height = extents
             box = (x + offset[0], y + offset[1], width, height)
             attributes[_CP + "screencoord"] = f"({box[0]}, {box[1]})"
             attributes[_CP + "size"] = f"({width}, {height})"
-        except (NotImplementedError, Exception):
-            pass
-    text = ""
-    try:
-        text = _clean(node.queryText().getText(0, -1))
-    except (NotImplementedError, Exception):
-        pass
-    try:
-        value = node.queryValue()
-        for key, getter in (("value", lambda: value.currentValue), ("min", lambda: value.minimumValue),
-                            ("max", lambda: value.maximumValue), ("step", lambda: value.minimumIncrement)):
-            try:
-                attributes[_VAL + key] = str(getter())
-            except Exception:
-                pass
-    except (NotImplementedError, Exception):
-        pass
-    try:
-        action = node.queryAction()
-        for index in range(action.nActions):
-            name = _tag(action.getName(index).replace(" ", "-"))
-            attributes[_ACT + name + "_desc"] = _clean(action.getDescription(index) or "")
-            attributes[_ACT + name + "_kb"] = _clean(action.getKeyBinding(index) or "")
-    except (NotImplementedError, Exception):
-        pass
+    text = _clean(_read(node, "text", lambda: node.queryText().getText(0, -1)) or "")
+    value = _read(node, "value", node.queryValue)
+    for key, name in _VALUE_FIELDS if value is not None else ():
+        number = _read(node, f"value {name}", partial(getattr, value, name))
+        if number is not None:
+            attributes[_VAL + key] = str(number)
+    action = _read(node, "actions", node.queryAction)
+    count = _read(node, "action count", partial(getattr, action, "nActions")) if action is not None else None
+    for index in range(count or 0):
+        described = _read(node, f"action {index}", partial(_describe_action, action, index))
+        if described is not None:
+            name, description, key_binding = described
+            attributes[_ACT + _tag(name.replace(" ", "-")) + "_desc"] = _clean(description or "")
+            attributes[_ACT + _tag(name.replace(" ", "-")) + "_kb"] = _clean(key_binding or "")
     element.attrib.update(attributes)
     if text:
         element.text = text
@@ -157,7 +180,8 @@ def _table_cells(table_node, budget: _Budget, pyatspi, offset: tuple[int, int]) 
     try:
         table = table_node.queryTable()
         visible = _visible_range(table_node, table, pyatspi)
-    except Exception:
+    except Exception as exc:  # the app's AT-SPI side: the table is listed without its cells
+        logger.debug("accessibility tree: cells of %r not read: %s: %s", _node_label(table_node), type(exc).__name__, exc)
         return []
     if visible is None:
         return []
@@ -196,7 +220,8 @@ def _table_cells(table_node, budget: _Budget, pyatspi, offset: tuple[int, int]) 
                 name = f"{_column_letters(column)}{row + 1}" if computed_names else (cell.name or "")
                 states = {state.value_nick for state in cell.getState().get_states()}
                 text = _clean(Atspi.Text.get_text(cell, 0, -1) or "")
-            except Exception:
+            except Exception as exc:  # a cell that vanished while read: left out
+                logger.debug("accessibility tree: cell (%d, %d) not read: %s: %s", row, column, type(exc).__name__, exc)
                 continue
             attributes = {"name": _clean(name)}
             for nick in sorted(states):
@@ -237,7 +262,8 @@ def _build(node, depth: int, budget: _Budget, pyatspi, offset: tuple[int, int] =
     budget.nodes += 1
     try:
         element, states, box = _element(node, pyatspi, offset)
-    except Exception:  # the accessible vanished while we read it
+    except Exception as exc:  # the accessible vanished while we read it: left out with its subtree
+        logger.debug("accessibility tree: an accessible at depth %d not read: %s: %s", depth, type(exc).__name__, exc)
         return None
     if (element.tag == "root-pane" and box is not None and parent_box is not None
             and box[2:] == parent_box[2:] and box[:2] != parent_box[:2]):
@@ -252,7 +278,8 @@ def _build(node, depth: int, budget: _Budget, pyatspi, offset: tuple[int, int] =
         return element
     try:
         children = _children(node, pyatspi)
-    except Exception:
+    except Exception as exc:  # listed without its subtree
+        logger.debug("accessibility tree: children of %r not read: %s: %s", _node_label(node), type(exc).__name__, exc)
         return element
     if children is None:
         element.extend(_table_cells(node, budget, pyatspi, offset))
@@ -274,7 +301,8 @@ def accessibility_tree() -> str:
     for index in range(desktop.childCount):
         try:
             app = desktop.getChildAtIndex(index)
-        except Exception:
+        except Exception as exc:  # an app that quit while listed
+            logger.debug("accessibility tree: application %d not read: %s: %s", index, type(exc).__name__, exc)
             continue
         sub = _build(app, 1, budget, pyatspi)
         if sub is not None:
