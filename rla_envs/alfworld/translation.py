@@ -130,7 +130,7 @@ class CachedPddlState(pddl_logic.PddlState):
             for type_ in translation.task.types:
                 try:
                     logic.types.add(textworld.logic.Type(type_.name, type_.supertype_names))
-                except ValueError:
+                except ValueError:  # already registered by an earlier translation: the shared logic keeps one
                     pass
         downward_lib.load_sas(translation.sas.encode("utf-8"))
         self._replan_loaded = False

@@ -24,5 +24,5 @@ class ClosesOnExit:
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:
+        except Exception:  # a finaliser must not raise: a half-built object, or resources gone at interpreter exit
             pass

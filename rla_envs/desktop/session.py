@@ -20,6 +20,7 @@ What the session's code can do:
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
 import secrets
@@ -36,6 +37,8 @@ from rla_envs.core.closing import ClosesOnExit
 from rla_envs.core.errors import RlaError
 
 __all__ = ["LocalSession", "SessionError", "runtime_python", "SESSION_MARKER_ENV", "INSTALL_HINT"]
+
+logger = logging.getLogger(__name__)
 
 CONTROLLER_DIR = Path(__file__).resolve().with_name("controller")
 DEFAULT_RUNTIME = "/opt/rla-desktop/bin/python"
@@ -99,7 +102,7 @@ def _descendants(root: int) -> list[int]:
 def _kill(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    except (ProcessLookupError, PermissionError):  # already gone, or the pid now belongs to another user's process
         pass
 
 
@@ -330,8 +333,8 @@ class LocalSession(ClosesOnExit):
             _kill(process.pid)
             try:
                 process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+            except subprocess.TimeoutExpired:  # stuck in the kernel after SIGKILL: say so, go on closing the rest
+                logger.warning("the desktop session's process %d did not exit within 10 s of SIGKILL", process.pid)
             _wait_gone(tree, timeout=10)
         log, self._log = getattr(self, "_log", None), None
         if log is not None:

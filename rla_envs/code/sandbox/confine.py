@@ -114,7 +114,7 @@ def enter_server_namespaces(work_root: str, keep: list[str], masked: Sequence[st
     try:
         unshare(CLONE_NEWNET)
         done["netns"] = True
-    except OSError:
+    except OSError:  # no network namespaces here: reported as netns=False, which the local sandbox refuses
         pass
     unshare(CLONE_NEWNS)
     done["mountns"] = True
@@ -230,7 +230,7 @@ def kill_uid(uid: int, rounds: int = 100) -> int:
                         continue  # a zombie: already dead, its parent reaps it
                 os.kill(int(entry), signal.SIGKILL)
                 found += 1
-            except (OSError, IndexError):
+            except (OSError, IndexError):  # it exited between the listing and here (its /proc entry went with it)
                 pass
         if not found:
             break

@@ -81,7 +81,7 @@ def main(control_fd: int) -> None:
     for pid in children:  # the host is gone: workers die with their monitors (parent-death signal)
         try:
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
+        except ProcessLookupError:  # exited already; reaped below
             pass
     _reap(children, block=True)
 
@@ -146,7 +146,7 @@ def probe(caps: dict, uid: int) -> dict:
                     try:
                         socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
                         result["seccomp"] = False
-                    except OSError:
+                    except OSError:  # refused: the filter works (what this probe wants to see)
                         pass
                 os.write(write_fd, json.dumps(result).encode())
                 os._exit(0)
@@ -224,7 +224,7 @@ def _monitor(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | Non
         except BaseException as exc:
             try:
                 os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
-            except OSError:
+            except OSError:  # stderr closed: exit code 71 still says the setup failed
                 pass
             os._exit(71)
     for fd in fds[:5]:
@@ -244,7 +244,7 @@ def _monitor(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | Non
     shutil.rmtree(workdir, ignore_errors=True)
     try:
         ctl.sendall(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
-    except OSError:
+    except OSError:  # the host closed the session (or died): nobody is left to tell
         pass
 
 
@@ -257,7 +257,7 @@ def _kill_tree(worker: int, uid: int, caps: dict) -> None:
     else:  # unsafe mode: only the process group is known
         try:
             os.killpg(worker, signal.SIGKILL)
-        except ProcessLookupError:
+        except ProcessLookupError:  # the group is gone already
             pass
 
 

@@ -138,7 +138,7 @@ class LocalSandbox(ClosesOnExit):
     def _stop_server(self) -> None:
         try:
             self._control.close()
-        except OSError:
+        except OSError:  # the server died and the socket is broken: closing it had nothing left to do
             pass
         try:
             self._server.wait(timeout=5)

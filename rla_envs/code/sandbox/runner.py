@@ -56,7 +56,7 @@ def _flush() -> None:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             stream.flush()
-        except BaseException:
+        except BaseException:  # the program may have swapped in a stream that raises anything: flushing is best effort
             pass
 
 
@@ -65,7 +65,7 @@ def _print_traceback(exc: BaseException) -> None:
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.__stderr__)
-    except BaseException:
+    except BaseException:  # a hostile exception (a __str__ that raises) or a closed stderr: the record says why anyway
         pass
 
 
@@ -111,7 +111,7 @@ def _serve_stdio(program: str) -> None:
         if exc.code is not None and type(exc.code) is not int:
             try:
                 print(exc.code, file=sys.__stderr__)
-            except BaseException:
+            except BaseException:  # an exit message whose __str__ raises, or a closed stderr: the exit code stands
                 pass
     except BaseException as exc:
         status, error, code = _status_of(exc), _describe(exc), 1
@@ -119,7 +119,7 @@ def _serve_stdio(program: str) -> None:
     _flush()
     try:
         _send(4, {"status": status, "error": error, "exit": code & 0xFF})
-    except BaseException:
+    except BaseException:  # the record pipe is gone or full: the host reports no_result from the exit alone
         pass
     _exit(code & 0xFF)
 

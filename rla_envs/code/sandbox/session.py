@@ -191,7 +191,7 @@ class LocalSession(ClosesOnExit):
             return
         try:
             self._ctl.send(b"k")
-        except OSError:
+        except OSError:  # the monitor is gone: the uid sweep below does its work
             pass
         if self._pump(time.monotonic() + _GRACE_S, want_record=False) != "exit":
             confine.kill_uid(self.uid)  # the monitor did not answer: sweep the uid from here
@@ -348,7 +348,7 @@ class LocalSession(ClosesOnExit):
             for fd in self._fds:
                 try:
                     os.close(fd)
-                except OSError:
+                except OSError:  # EBADF: closed already on another path (stdin at EOF); nothing else can fail here
                     pass
             self._fds = []
             if hasattr(self, "_ctl"):

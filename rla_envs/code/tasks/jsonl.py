@@ -166,7 +166,7 @@ def _lcb_cases(value: Any, field: str) -> list[dict]:
 def _decode_lcb_string(text: str, field: str) -> Any:
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except json.JSONDecodeError:  # not plain JSON: LCB's compressed form is tried next
         pass
     try:  # LCB's compressed form: base64(zlib(pickle(json string)))
         inner = _SafeUnpickler(io.BytesIO(_inflate(base64.b64decode(text), field))).load()

@@ -100,7 +100,7 @@ class _Worker:
         """SIGKILL the worker's process group (what its code started too, unless it left the group)."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+        except (ProcessLookupError, PermissionError):  # the group is gone already (or its id was reused elsewhere)
             pass
 
     def kill(self) -> int | None:

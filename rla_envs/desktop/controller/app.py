@@ -9,6 +9,7 @@ desktop back from it.
 from __future__ import annotations
 
 import hmac
+import logging
 import os
 import subprocess
 import threading
@@ -29,6 +30,8 @@ from controller.processes import CommandError, ProcessTracker, normalise_command
 from controller.screen import Screen
 
 __all__ = ["State", "create_app"]
+
+logger = logging.getLogger(__name__)
 
 EXECUTE_TIMEOUT_S = 110.0  # under the client's 120 s, so a slow command gets this server's clear reply
 OPEN_FILE_TIMEOUT_S = 50.0
@@ -107,11 +110,11 @@ def create_app(state: State) -> FastAPI:
     def screenshot():
         cursor = None
         try:
-            import pyautogui
+            import pyautogui  # the runtime's, imported on the first screenshot (it connects to the display)
 
             cursor = tuple(pyautogui.position())
-        except Exception:
-            pass
+        except Exception as exc:  # no pointer to read (pyautogui/Xlib errors vary): the PNG is drawn without a cursor
+            logger.debug("screenshot without the cursor: %s: %s", type(exc).__name__, exc)
         return Response(state.screen.grab_png(cursor), media_type="image/png")
 
     @app.get("/rla/screenshot.raw")

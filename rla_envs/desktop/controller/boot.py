@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import shutil
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["Desktop", "boot_desktop", "BootError"]
+
+logger = logging.getLogger(__name__)
 
 OPENBOX_RC = Path(__file__).with_name("openbox-rc.xml")
 AT_SPI_LAUNCHER_CANDIDATES = ("/usr/libexec/at-spi-bus-launcher", "/usr/lib/at-spi2-core/at-spi-bus-launcher")
@@ -195,5 +198,5 @@ def stop_desktop(desktop: Desktop) -> None:
     for process in desktop.processes:
         try:
             process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        except subprocess.TimeoutExpired:  # stuck in the kernel after SIGKILL: say so, go on stopping the rest
+            logger.warning("desktop process %d (%s) did not exit within 5 s of SIGKILL", process.pid, process.args)

@@ -94,7 +94,7 @@ def _clear_directory(directory: Path) -> None:
         else:
             try:
                 os.unlink(entry.path)
-            except FileNotFoundError:
+            except FileNotFoundError:  # an app removed it meanwhile: the aim is met
                 pass
 
 

@@ -9,6 +9,7 @@ kills every other descendant.
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import shlex
 import signal
@@ -19,6 +20,8 @@ import time
 from collections.abc import Collection, Sequence
 
 __all__ = ["ProcessTracker", "normalise_command", "CommandError"]
+
+logger = logging.getLogger(__name__)
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -77,8 +80,8 @@ class ProcessTracker:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        except OSError:
-            pass
+        except OSError as exc:  # not Linux: orphaned app processes go to init instead, and apps() cannot see them
+            logger.warning("cannot become the child subreaper (%s): orphaned app processes will not be listed", exc)
 
     # ------------------------------------------------------------------ bookkeeping
     def descendants(self) -> dict[int, tuple[int, str, int]]:
@@ -126,7 +129,7 @@ class ProcessTracker:
             if ppid == me and state == "Z" and pid not in owned:
                 try:
                     os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
+                except ChildProcessError:  # reaped meanwhile by its Popen or another reaper pass
                     pass
 
     def _reap_forever(self) -> None:
@@ -134,8 +137,8 @@ class ProcessTracker:
             time.sleep(1.0)
             try:
                 self._reap()
-            except Exception:  # never let the reaper die
-                pass
+            except Exception:  # never let the reaper die; say what stopped this pass
+                logger.exception("the zombie reaper's pass failed; retrying in 1 s")
 
     # ------------------------------------------------------------------ starting
     def _start(self, command: str | list[str], shell: bool, stdout, stderr) -> subprocess.Popen:
@@ -186,7 +189,7 @@ class ProcessTracker:
                 try:
                     os.kill(pid, signal.SIGKILL)
                     killed.add(pid)
-                except ProcessLookupError:
+                except ProcessLookupError:  # exited between the listing and the kill
                     pass
             self._reap()
             pending = [pid for pid in killed if os.path.exists(f"/proc/{pid}")]
@@ -198,5 +201,5 @@ class ProcessTracker:
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    except (ProcessLookupError, PermissionError):  # the group is gone already (or its id was reused elsewhere)
         pass
