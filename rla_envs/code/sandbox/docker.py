@@ -89,7 +89,7 @@ class DockerSandbox(ClosesOnExit):
         self._free: queue.Queue = queue.Queue()
         self._sessions: weakref.WeakSet[DockerSession] = weakref.WeakSet()
         self.client = client if client is not None else connect(base_url, error=SandboxError)
-        image_id = checked_image(self.client, image, check_image).id
+        image_id, server = checked_image(self.client, image, check_image).id, server_name(self.client)
         try:
             for index in range(slots):
                 slot = AgentContainer(self, index)
@@ -101,7 +101,7 @@ class DockerSandbox(ClosesOnExit):
         agent = dict(self._slots[0].hello)
         self._caps = {
             "backend": "docker", "image": image, "image_id": image_id, "slots": slots,
-            "server": server_name(self.client), "network": "none", "read_only_root": True,
+            "server": server, "network": "none", "read_only_root": True,
             "work_tmpfs_mb": work_mb, "memory_mb": memory_mb, "pids_limit": pids_limit,
             "cap_drop": "ALL", "no_new_privileges": True, "uids": [uid_base, uid_base + slots - 1],
             "root": False, "uid_switch": agent.get("uid") != 0, "netns": True,
