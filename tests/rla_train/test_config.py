@@ -95,6 +95,17 @@ def test_unknown_keys_fail_with_did_you_mean(override, match):
         load_config(None, [override])
 
 
+@pytest.mark.parametrize("override, match", [
+    ("policy.lr_scheduler_type=linear", r"policy.lr_scheduler_type in --set was moved to optimizer.lr_scheduler_type"),
+    ("policy.max_grad_norm=2", r"moved to optimizer.max_grad_norm.*policy.optimizer: \{max_grad_norm: ...\}"),
+    ("train.logging_steps=5", r"train.logging_steps in --set was removed: it did nothing"),
+    ("reward_model.unit_test_samples=2", r"removed: the co-trainer does not run the reward model's unit-test writer"),
+])
+def test_retired_keys_say_what_became_of_them(override, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config(None, [override])
+
+
 def test_unknown_key_in_a_file_names_the_file(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("reward_model:\n  judgements_per_step: 3\n")
@@ -123,8 +134,13 @@ def test_wrong_types_fail_with_field_type_and_value(override, match):
     (["policy.learning_rate=0"], r"policy.learning_rate must be > 0"),
     (["policy.temperature=0"], r"GRPO advantages are all zero"),
     (["reward_model.model=null"], r"needs a reward model.*outcome_only"),
-    (["policy.backend=openai", "policy.action_mode=text"], r"cannot be trained by this version"),
-    (["policy.backend=vllm"], r"policy.backend=vllm cannot be trained.*docs/scale-out.md"),
+    (["policy.backend=openai", "policy.action_mode=text"], r"policy.backend must be one of \['transformers'\]"),
+    (["policy.backend=vllm"], r"policy.backend must be one of .*got 'vllm'; syncing a vLLM engine.*docs/scale-out.md"),
+    (["policy.optimizer={lr_scheduler: linear}"], r"policy.optimizer.lr_scheduler is not an optimizer field.*"
+                                                   r"Did you mean 'lr_scheduler_type'"),
+    (["reward_model.optimizer.learning_rate=1e-5"], r"not an optimizer field.*reward_model.learning_rate"),
+    (["reward_model.optimizer.adam_beta2=1"], r"reward_model.optimizer: optimizer.adam_beta2 must be >= 0 and < 1"),
+    (["optimizer.lr_scheduler_type=step"], r"optimizer.lr_scheduler_type must be one of"),
     (["env.id=rla/Code-v0"], r"action_mode=text"),
     (["env.id=rla/AlfWorld-v1"], r"Did you mean 'rla/AlfWorld-v0'"),
     (["pool.rewriter=llm"], r"pool.rewriter_model"),
