@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rla_envs.core.errors import did_you_mean
+from rla_envs.curriculum.pool import REWRITE_RULES, PoolConfig
+from rla_envs.curriculum.sampling import STRATEGIES
 from rla_train.config.fields import BACKENDS, TRAINABLE_BACKENDS, ConfigError, MODES, TINY, _Section, _f
 
 
@@ -185,20 +188,35 @@ class OptimizerConfig(_Section):
             raise ConfigError(f"{where}: {error}") from error
 
 
+SET_ELSEWHERE = {"group_size": "rollout.group_size", "seed": "train.seed"}
+"""The :class:`PoolConfig` fields the pool section leaves to other sections."""
+
+
+def _curriculum_fields() -> list[tuple[str, Any, Any]]:
+    """Every :class:`PoolConfig` field but :data:`SET_ELSEWHERE`, as a config field with PoolConfig's type, default and
+    help (a tuple is a list in YAML), so the pool section holds each pool setting once, with one default."""
+    hints, choices = typing.get_type_hints(PoolConfig), {"strategy": STRATEGIES, "rewrite_rule": REWRITE_RULES}
+    fields = []
+    for spec in dataclasses.fields(PoolConfig):
+        if spec.name in SET_ELSEWHERE:
+            continue
+        kind, default = hints[spec.name], spec.default
+        if typing.get_origin(kind) is tuple:
+            kind, default = list[typing.get_args(kind)[0]], list(default)
+        fields.append((spec.name, kind, _f(default, spec.metadata["help"], choices=choices.get(spec.name))))
+    return fields
+
+
+_CurriculumFields = dataclasses.make_dataclass("_CurriculumFields", _curriculum_fields(), bases=(_Section,))
+
+
 @dataclass
-class PoolSettings(_Section):
-    """The adaptive task pool: when tasks count as too hard / too easy, and who rewrites them."""
+class PoolSettings(_CurriculumFields):
+    """The adaptive task pool: every rla_envs.curriculum.PoolConfig field (when tasks count as too hard / too easy,
+    how tasks are sampled and rewrites accepted), plus how often and by whom tasks are rewritten."""
 
     section: ClassVar[str] = "pool"
-    strategy: str = _f("uniform", "task sampling: uniform (as the paper), learnability (p near 0.5 first: the project's "
-                       "own option), or rlanything "
-                       "(the released rule)", choices=("learnability", "uniform", "rlanything"))
-    rewrite_rule: str | None = _f(None, "when to rewrite (null = 'rlanything' for strategy rlanything, else 'ours')",
-                                  choices=("ours", "rlanything", "none"))
-    alpha_low: float = _f(0.2, "success rate at or below which a task is rewritten easier (α_low)", gt=0, lt=1)
-    alpha_high: float = _f(0.8, "success rate at or above which a task is rewritten harder (α_high)", gt=0, lt=1)
     adapt_every: int = _f(48, "episodes between two rewrite rounds", ge=1)
-    measure_rollouts: int = _f(8, "fresh validation rollouts each for parent and child of a rewrite", ge=1)
     max_rewrites_per_round: int | None = _f(1, "most triggered tasks rewritten in one round (each costs up to "
                                             "measure_rollouts x (1 + candidates) validation rollouts; null = all)", ge=1)
     rewriter: str = _f("mutator", "who rewrites: mutator (the family's LLM-free edits) or llm (a model given the "
@@ -207,34 +225,17 @@ class PoolSettings(_Section):
                                           "'same-as-reward-model'")
     rewriter_backend: str = _f("transformers", "the llm rewriter's backend", choices=BACKENDS)
     rewriter_base_url: str | None = _f(None, "server URL for rewriter_backend=openai")
-    options: dict[str, Any] = _f({"zero_variance_repeats": 1}, "other rla_envs.curriculum.PoolConfig fields (decay, "
-                                  "confidence, margin, zero_variance_repeats, ...); the default lets one all-fail "
-                                  "(all-pass) group trigger an easier (harder) rewrite, since with 128 tasks a task is "
-                                  "rarely drawn twice in a short run")
 
     def check(self) -> None:
-        if not self.alpha_low < self.alpha_high:
-            raise ConfigError(f"pool.alpha_low ({self.alpha_low}) must be < pool.alpha_high ({self.alpha_high}); "
-                              "the paper uses 0.2 and 0.8")
         self.pool_config()  # PoolConfig's own checks, now rather than at the first rewrite
 
-    def pool_config(self, *, group_size: int = 8, seed: int = 0):
-        """The :class:`rla_envs.curriculum.PoolConfig` these settings describe."""
-        from rla_envs.curriculum.pool import PoolConfig
-
-        set_here = {"alpha_low", "alpha_high", "strategy", "rewrite_rule", "measure_rollouts", "group_size", "seed"}
-        free = sorted({f.name for f in dataclasses.fields(PoolConfig)} - set_here)
-        for key in self.options:
-            if key not in free:
-                raise ConfigError(f"pool.options.{key} is not a PoolConfig field left to options; expected one of "
-                                  f"{free} (pool.*, rollout.group_size and train.seed set the others)."
-                                  f"{did_you_mean(key, free)}")
+    def pool_config(self, *, group_size: int = 8, seed: int = 0) -> PoolConfig:
+        """The :class:`rla_envs.curriculum.PoolConfig` these settings describe (``rollout.group_size``, ``train.seed``)."""
+        values = {name: getattr(self, name) for name, _, _ in _curriculum_fields()}
         try:
-            return PoolConfig(strategy=self.strategy, rewrite_rule=self.rewrite_rule, alpha_low=self.alpha_low,
-                              alpha_high=self.alpha_high, measure_rollouts=self.measure_rollouts,
-                              group_size=group_size, seed=seed, **self.options)
+            return PoolConfig(**values, group_size=group_size, seed=seed)
         except (TypeError, ValueError) as error:
-            raise ConfigError(f"pool.options: {error}") from error
+            raise ConfigError(f"pool: {error}") from error
 
 
 @dataclass
@@ -321,5 +322,6 @@ RETIRED_KEYS: dict[str, str] = {
     "train.logging_steps": "removed: it did nothing (metrics.jsonl gets every step's metrics); delete the line",
     "reward_model.unit_tests_per_answer": _UNIT_TESTS,
     "reward_model.unit_test_samples": _UNIT_TESTS,
+    "pool.options": "removed: each PoolConfig field is a pool field now (pool.options.decay -> pool.decay)",
 }
 """``section.field`` keys that older configs hold -> what became of them (the loader's error says so)."""
