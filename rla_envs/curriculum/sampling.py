@@ -12,7 +12,8 @@ Strategies:
   (All of RLAnything's adaptivity is in the rewriting, see ``acceptance.rlanything_direction``.)
 - ``learnability`` (the project's own option; ``uniform`` is the default): prioritised replay in the style
   of PLR (Jiang et al. 2021), scored by the expected learnability E[p (1 - p)] under each task's Beta
-  posterior, with rank-based temperature, a staleness mix (tasks not seen for a while come back) and a share reserved for tasks never played.
+  posterior, with rank-based temperature, a staleness mix (tasks not seen for a while come back) and a
+  share reserved for tasks never played.
 """
 
 from __future__ import annotations
