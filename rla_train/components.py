@@ -59,21 +59,30 @@ class EngineMeasure:
         return [float(e.won) for e in self.engine.run([task], group_size=n, desc="measure")]
 
 
-def grpo_args(section, out_dir: Path, *, seed: int, temperature: float, bf16: bool = False):
-    """A ``trl.GRPOConfig`` from the policy or reward-model config section (TRL field names pass through)."""
+def grpo_args(section, optimizer, out_dir: Path, *, seed: int, temperature: float, bf16: bool = False,
+              beta: float = 0.0, epsilon_high: float | None = None):
+    """A ``trl.GRPOConfig`` for the policy or the reward model, every value that shapes its updates given explicitly.
+
+    ``section`` is the model's config section (learning rate, batch, loss), ``optimizer`` its
+    :meth:`~rla_train.config.TrainConfig.optimizer_for`; ``beta`` and ``epsilon_high`` are the policy's (the reward
+    model has no KL term). ``num_generations`` only sizes TRL's placeholder dataset: samples arrive scored.
+    """
     from trl import GRPOConfig
 
     import torch
 
-    names = ("learning_rate", "lr_scheduler_type", "warmup_steps", "per_device_train_batch_size", "max_grad_norm",
-             "epsilon", "epsilon_high", "beta", "num_iterations", "loss_type", "max_completion_length")
-    given = {n: getattr(section, n) for n in names if hasattr(section, n) and getattr(section, n) is not None}
-    given.setdefault("per_device_train_batch_size", 8)
-    # transformers 5 renamed gradient_checkpointing (TRL turns it on by default: pure overhead for small models)
-    given["activation_checkpointing"] = bool(getattr(section, "gradient_checkpointing", False))
-    return GRPOConfig(output_dir=str(out_dir), seed=seed, temperature=temperature or 1.0, report_to="none",
-                      use_cpu=not torch.cuda.is_available(), bf16=bf16, fp16=False, num_generations=2,
-                      logging_steps=1, save_strategy="no", disable_tqdm=True, **given)
+    return GRPOConfig(
+        output_dir=str(out_dir), seed=seed, temperature=temperature, report_to="none",
+        use_cpu=not torch.cuda.is_available(), bf16=bf16, fp16=False, num_generations=2, logging_steps=1,
+        save_strategy="no", disable_tqdm=True, learning_rate=section.learning_rate,
+        per_device_train_batch_size=section.per_device_train_batch_size, loss_type=section.loss_type,
+        epsilon=section.epsilon, epsilon_high=epsilon_high, beta=beta, num_iterations=section.num_iterations,
+        max_completion_length=section.max_completion_length,
+        # transformers 5 renamed gradient_checkpointing (TRL turns it on by default: pure overhead for small models)
+        activation_checkpointing=section.gradient_checkpointing,
+        optim=optimizer.optim, lr_scheduler_type=optimizer.lr_scheduler_type, warmup_steps=optimizer.warmup_steps,
+        weight_decay=optimizer.weight_decay, adam_beta1=optimizer.adam_beta1, adam_beta2=optimizer.adam_beta2,
+        adam_epsilon=optimizer.adam_epsilon, max_grad_norm=optimizer.max_grad_norm)
 
 
 class RewardModelProbe:
@@ -184,15 +193,17 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
     feeder = _feeder(config, engine.env.tasks(), engine, reward_model, rewriter)
     temperature = 1.0 if config.policy.action_mode == "choice" else config.policy.temperature
     policy_trainer = SampleTrainer(policy_model, policy_tokenizer,
-                                   grpo_args(config.policy, run_dir / "trl-policy", seed=seed, temperature=temperature,
-                                             bf16=config.scale.bf16),
+                                   grpo_args(config.policy, config.optimizer_for("policy"), run_dir / "trl-policy",
+                                             seed=seed, temperature=temperature, bf16=config.scale.bf16,
+                                             beta=config.policy.beta, epsilon_high=config.policy.epsilon_high),
                                    total_steps=max(1, config.train.steps),
                                    choice_logprob=config.policy.action_mode == "choice" and config.policy.choice_logprob,
                                    mini_batches=config.policy.mini_batches, kl_reference=config.policy.kl_reference)
     rm_trainer = None
     if MODES[config.train.mode].train_reward_model and rm_model is not None:
         rm_trainer = SampleTrainer(rm_model, rm_tokenizer,
-                                   grpo_args(config.reward_model, run_dir / "trl-reward-model", seed=seed,
+                                   grpo_args(config.reward_model, config.optimizer_for("reward_model"),
+                                             run_dir / "trl-reward-model", seed=seed,
                                              temperature=config.reward_model.temperature, bf16=config.scale.bf16),
                                    total_steps=max(1, config.train.steps * config.reward_model.updates_per_step),
                                    mini_batches=config.reward_model.mini_batches,

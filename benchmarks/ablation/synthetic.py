@@ -282,9 +282,10 @@ def run_synthetic_arm(arm: Arm, seed: int, setup: SyntheticSetup = SyntheticSetu
     theta = world.theta0.copy()
     judge_logit = math.log(setup.judge_start_accuracy / (1 - setup.judge_start_accuracy))
     accuracy = arm.oracle_accuracy if arm.judge == "noisy_oracle" else setup.judge_start_accuracy
-    pool = TaskPool(world.train_tasks, PoolConfig(rewrite_rule="ours" if arm.adapts_env else "none",
+    pool = TaskPool(world.train_tasks, PoolConfig(strategy="learnability",
+                                                  rewrite_rule="ours" if arm.adapts_env else "none",
                                                   group_size=setup.group_size, measure_rollouts=setup.measure_rollouts,
-                                                  snapshot_every=0, seed=seed))
+                                                  zero_variance_repeats=2, snapshot_every=0, seed=seed))
     spec = RewardSpec(use_outcome=arm.mode != "reward_only", use_judgments=arm.uses_judge,
                       lam=setup.step_reward_weight)
     family, curve, train_curve, since_adapt, accepted = SyntheticFamily(setup.skills), [], [], 0, 0

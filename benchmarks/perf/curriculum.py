@@ -48,6 +48,7 @@ __all__ = ["run", "null_and_true_move_rates", "episodes_to_target"]
 GROUP_SIZE = 8          # rollouts per task per step (RLAnything's default)
 MEASURE_ROLLOUTS = 16   # fresh rollouts each for parent and child (ours)
 MAX_TRIGGER_GROUPS = 12  # groups fed to our posterior before giving up on a parent
+OUR_ZERO_VARIANCE_REPEATS = 2  # all-fail / all-pass groups in a row that trigger our rule
 NULL_REWRITE_SHARE = 0.3
 TARGET_HELD_OUT_SUCCESS = 0.5
 
@@ -65,7 +66,7 @@ def _released_trial(rng: np.random.Generator, parent_p: float, child_p: float) -
 
 def _our_trigger(rng: np.random.Generator, parent_p: float) -> str | None:
     """Feed groups of 8 outcomes of a task at ``parent_p`` to the pool's statistics until our rule triggers."""
-    config, stats = PoolConfig(), TaskStats()
+    config, stats = PoolConfig(zero_variance_repeats=OUR_ZERO_VARIANCE_REPEATS), TaskStats()
     for _ in range(MAX_TRIGGER_GROUPS):
         outcomes = (rng.random(GROUP_SIZE) < parent_p).astype(float)
         for success in outcomes:
@@ -168,7 +169,8 @@ def episodes_to_target(strategy: str, seed: int, budget: int, layout: str = "spr
                   meta={"difficulty": float(d)}) for i, d in enumerate(difficulties)]
     pool_strategy = {"uniform": "uniform", "rlanything": "rlanything", "ours": "learnability"}[strategy]
     rule = {"uniform": "none", "rlanything": "rlanything", "ours": "ours"}[strategy]
-    pool = TaskPool(tasks, PoolConfig(strategy=pool_strategy, rewrite_rule=rule, seed=seed, snapshot_every=0))
+    pool = TaskPool(tasks, PoolConfig(strategy=pool_strategy, rewrite_rule=rule, seed=seed, snapshot_every=0,
+                                      zero_variance_repeats=OUR_ZERO_VARIANCE_REPEATS))
     learner, held_out = _Learner(rng, learning_rate), np.linspace(4.0, 6.0, 16)
     episodes, next_eval, step = 0, eval_every, 0
     released_trigger_rate: dict[str, float] = {}

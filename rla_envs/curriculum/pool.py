@@ -58,8 +58,9 @@ def _help(text: str, default: Any) -> Any:
 class PoolConfig:
     """Settings of a :class:`TaskPool`. Every field has a ``help`` in its metadata; checks run on creation."""
 
-    strategy: str = _help("sampling strategy: 'learnability' (E[p(1-p)] prioritised), 'uniform', or "
-                          "'rlanything' (the released method: uniform over active versions)", "learnability")
+    strategy: str = _help("sampling strategy: 'uniform' (as the paper), 'learnability' (E[p(1-p)] prioritised: the "
+                          "project's own option), or 'rlanything' (the released method: uniform over active versions)",
+                          "uniform")
     rewrite_rule: str | None = _help("when to rewrite: 'ours' (confident posterior / zero-variance streaks), "
                                      "'rlanything' (last group's rate), 'none'; None = 'rlanything' for "
                                      "strategy 'rlanything', else 'ours'", None)
@@ -73,11 +74,13 @@ class PoolConfig:
     min_observations: int = _help("outcomes of a task (since its last rejected rewrite) before the posterior "
                                   "may trigger a rewrite", 8)
     confidence: float = _help("trigger when P(p < alpha_low) or P(p > alpha_high) reaches this", 0.9)
-    zero_variance_repeats: int = _help("also trigger after this many all-fail / all-pass groups in a row "
-                                       "(0 = off)", 2)
+    zero_variance_repeats: int = _help("also trigger after this many all-fail / all-pass groups in a row (0 = off); "
+                                       "1 lets one such group trigger, since in a short run over many tasks a task is "
+                                       "rarely drawn twice", 1)
     group_size: int = _help("rollouts per task per step (the released rule reads the rate of the last "
                             "group_size outcomes)", 8)
-    measure_rollouts: int = _help("fresh rollouts each for parent and child when validating a rewrite", 16)
+    measure_rollouts: int = _help("fresh rollouts each for parent and child when validating a rewrite (each rewrite "
+                                  "then costs up to measure_rollouts x (1 + candidates) rollouts)", 8)
     margin: float = _help("smallest move of the success rate, in the intended direction, to accept", 0.15)
     accept_confidence: float = _help("posterior probability that the child really moved the intended way, "
                                      "needed to accept (0.9: <= 0.11 false accepts at 16+16 rollouts)", 0.9)

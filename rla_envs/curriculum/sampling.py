@@ -10,9 +10,10 @@ Strategies:
   task and swaps the slot's task in place when a rewrite is accepted; batches are drawn from that
   task list without any difficulty weighting, so the sampling itself is uniform over active versions.
   (All of RLAnything's adaptivity is in the rewriting, see ``acceptance.rlanything_direction``.)
-- ``learnability`` (default): prioritised replay in the style of PLR (Jiang et al. 2021), scored by the
-  expected learnability E[p (1 - p)] under each task's Beta posterior, with rank-based temperature, a
-  staleness mix (tasks not seen for a while come back) and a share reserved for tasks never played.
+- ``learnability`` (the project's own option; ``uniform`` is the default): prioritised replay in the style
+  of PLR (Jiang et al. 2021), scored by the expected learnability E[p (1 - p)] under each task's Beta
+  posterior, with rank-based temperature, a staleness mix (tasks not seen for a while come back) and a
+  share reserved for tasks never played.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def staleness_weights(last_seen: np.ndarray, now: int) -> np.ndarray:
 def learnability_weights(alpha: np.ndarray, beta: np.ndarray, last_seen: np.ndarray, now: int,
                          never_played: np.ndarray, *, temperature: float = 0.3,
                          staleness_weight: float = 0.1, fresh_share: float = 0.1) -> np.ndarray:
-    """The default strategy: rank-prioritised learnability mixed with staleness and fresh tasks.
+    """The learnability strategy: rank-prioritised learnability mixed with staleness and fresh tasks.
 
     ``(1 - fresh_share) * [(1 - staleness_weight) * rank_weights(E[p(1-p)]) + staleness_weight *
     staleness] + fresh_share * uniform(never played)``. When no task is unplayed, ``fresh_share`` goes

@@ -44,6 +44,8 @@ step votes alone, no outcome."""
 SAME_AS_POLICY = "same-as-policy"
 TINY = "tiny"
 BACKENDS = ("transformers", "vllm", "openai")
+TRAINABLE_BACKENDS = ("transformers",)
+"""The backends a trained policy can generate with (rollouts must come from the live weights)."""
 TEXT_FAMILIES = ("alfworld", "textworld")
 
 
@@ -125,8 +127,8 @@ class _Section:
             where, meta = f"{self.section}.{spec.name}", spec.metadata
             value = _coerce(getattr(self, spec.name), hints[spec.name], where)
             if meta["choices"] and value is not None and value not in meta["choices"]:
-                raise ConfigError(f"{where} must be one of {list(meta['choices'])}, got {value!r}."
-                                  f"{did_you_mean(value, meta['choices'])}")
+                raise ConfigError(f"{where} must be one of {list(meta['choices'])}, got {value!r}"
+                                  + (f"; {meta['fix']}" if meta["fix"] else "") + f".{did_you_mean(value, meta['choices'])}")
             if value is not None and not all(_BOUNDS[k][1](value, b) for k, b in meta["bounds"].items()):
                 expected = " and ".join(f"{_BOUNDS[k][0]} {b}" for k, b in meta["bounds"].items())
                 raise ConfigError(f"{where} must be {expected}, got {value!r}" + (f"; {meta['fix']}" if meta["fix"] else ""))

@@ -15,8 +15,8 @@ from typing import Any
 from rla_envs.core.errors import did_you_mean
 from rla_train.config.fields import (CONFIG_FILENAME, MODES, SAME_AS_POLICY, TEXT_FAMILIES, TINY, ConfigError, Mode,
                                      _type_name)
-from rla_train.config.sections import (SECTIONS, EnvConfig, OutputConfig, PolicyConfig, PoolSettings, RewardModelConfig,
-                                       RolloutConfig, RunConfig, ScaleConfig)
+from rla_train.config.sections import (RETIRED_KEYS, SECTIONS, EnvConfig, OptimizerConfig, OutputConfig, PolicyConfig,
+                                       PoolSettings, RewardModelConfig, RolloutConfig, RunConfig, ScaleConfig)
 
 
 def _paths() -> list[str]:
@@ -38,6 +38,8 @@ def _field_name(section: str, key: str, where: str = "") -> str:
     for spec in dataclasses.fields(SECTIONS[section]):
         if key in (spec.name, spec.metadata["alias"]):
             return spec.name
+    if f"{section}.{key}" in RETIRED_KEYS:
+        raise ConfigError(f"config key {section}.{key}{where} was {RETIRED_KEYS[f'{section}.{key}']}")
     raise _unknown(f"{section}.{key}", where)
 
 
@@ -70,6 +72,7 @@ class TrainConfig:
     policy: PolicyConfig = field(default_factory=PolicyConfig, metadata={"help": PolicyConfig.__doc__})
     reward_model: RewardModelConfig = field(default_factory=RewardModelConfig,
                                             metadata={"help": RewardModelConfig.__doc__})
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig, metadata={"help": OptimizerConfig.__doc__})
     pool: PoolSettings = field(default_factory=PoolSettings, metadata={"help": PoolSettings.__doc__})
     rollout: RolloutConfig = field(default_factory=RolloutConfig, metadata={"help": RolloutConfig.__doc__})
     train: RunConfig = field(default_factory=RunConfig, metadata={"help": RunConfig.__doc__})
@@ -93,6 +96,10 @@ class TrainConfig:
         """What ``train.mode`` uses and trains (see :data:`MODES`)."""
         return MODES[self.train.mode]
 
+    def optimizer_for(self, role: str) -> OptimizerConfig:
+        """The optimizer of ``role`` (``"policy"`` or ``"reward_model"``): the shared section with ``ROLE.optimizer`` over it."""
+        return self.optimizer.overridden(getattr(self, role).optimizer, f"{role}.optimizer")
+
     @property
     def family(self) -> str:
         """The env family (``"alfworld"``, ``"textworld"``, ``"code"``, ``"desktop"``) of ``env.id``."""
@@ -107,16 +114,14 @@ class TrainConfig:
         """Cross-section rules; each error names the fields and the fix."""
         mode, family, policy, rm, pool = self.mode, self.family, self.policy, self.reward_model, self.pool
         name = self.train.mode
+        for role in ("policy", "reward_model"):
+            self.optimizer_for(role)  # an override that is not an optimizer field, or out of range, fails here
         if mode.reward_model and rm.kind == "noisy_oracle" and family not in ("alfworld", "textworld"):
             raise ConfigError(f"reward_model.kind=noisy_oracle votes the expert's step labels, which exist for alfworld "
                               f"and textworld (rla_train.step_labels), not {family}; use reward_model.kind=model")
         if mode.reward_model and rm.kind == "model" and rm.model is None:
             raise ConfigError(f"train.mode={name} needs a reward model, but reward_model.model is null; set it to a "
                               f"model path, '{SAME_AS_POLICY}' or '{TINY}', or use train.mode=outcome_only")
-        if policy.backend != "transformers":
-            raise ConfigError(f"policy.backend={policy.backend} cannot be trained by this version: rollouts must come from "
-                              "the live weights, and syncing a vLLM engine or a server after every update is not wired "
-                              "yet (docs/scale-out.md); use policy.backend=transformers (CPU or GPU)")
         if mode.train_reward_model and rm.model != SAME_AS_POLICY and rm.backend != "transformers":
             raise ConfigError(f"train.mode={name} trains the reward model, which reward_model.backend={rm.backend} cannot "
                               "do in this version; use reward_model.backend=transformers, or train.mode=policy to keep "

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rla_envs.core.errors import did_you_mean
-from rla_train.config.fields import BACKENDS, ConfigError, MODES, TINY, _Section, _f
+from rla_envs.curriculum.pool import REWRITE_RULES, PoolConfig
+from rla_envs.curriculum.sampling import STRATEGIES
+from rla_train.config.fields import BACKENDS, TRAINABLE_BACKENDS, ConfigError, MODES, TINY, _Section, _f
 
 
 @dataclass
@@ -33,8 +36,10 @@ class PolicyConfig(_Section):
 
     section: ClassVar[str] = "policy"
     model: str = _f(TINY, "model path or hub id; 'tiny' builds a tiny random-init Qwen2 locally (no download)")
-    backend: str = _f("transformers", "generation backend: transformers (CPU/GPU), vllm (GPU, pip install "
-                      "\"rla[vllm]\"), openai (an OpenAI-compatible server)", choices=BACKENDS)
+    backend: str = _f("transformers", "generation backend of the trained policy: transformers (CPU/GPU); rollouts come "
+                      "from the live weights, which a vLLM engine or a server does not yet follow", choices=TRAINABLE_BACKENDS,
+                      fix="syncing a vLLM engine or a server after every update is not wired yet (docs/scale-out.md); "
+                          "use policy.backend=transformers (CPU or GPU)")
     base_url: str | None = _f(None, "server URL for backend=openai, e.g. http://localhost:8000/v1")
     dtype: str | None = _f(None, "dtype the weights load in (bfloat16, float32; null = the checkpoint's)")
     action_mode: str = _f("choice", "how the policy acts: text (writes the command), index (answers its number "
@@ -51,9 +56,8 @@ class PolicyConfig(_Section):
     system_prompt: str | None = _f(None, "replaces the agent's default system message (null = the default)")
     learning_rate: float = _f(3e-4, "AdamW learning rate of the policy (TRL learning_rate)", alias="lr", gt=0,
                               fix="the paper uses 1e-6 for 7B models")
-    lr_scheduler_type: str = _f("constant", "learning-rate schedule (TRL lr_scheduler_type)",
-                                choices=("constant", "constant_with_warmup", "linear", "cosine"))
-    warmup_steps: int = _f(0, "optimizer steps of linear warm-up (TRL warmup_steps)", ge=0)
+    optimizer: dict[str, Any] = _f({}, "optimizer fields that differ for the policy, over the shared `optimizer` "
+                                   "section (e.g. {warmup_steps: 10})")
     max_completion_length: int = _f(16, "most tokens per policy turn (TRL max_completion_length)",
                                     alias="max_new_tokens", ge=1)
     temperature: float = _f(1.0, "sampling temperature of rollouts (TRL temperature)", gt=0,
@@ -61,7 +65,6 @@ class PolicyConfig(_Section):
     top_p: float = _f(1.0, "nucleus sampling mass of rollouts (TRL top_p)", gt=0, le=1)
     per_device_train_batch_size: int = _f(8, "sequences per micro-batch (TRL per_device_train_batch_size); a step's "
                                           "samples all accumulate into one optimizer step per iteration", ge=1)
-    max_grad_norm: float = _f(1.0, "gradient clipping norm (TRL max_grad_norm)", gt=0)
     epsilon: float = _f(0.2, "lower clip range of the policy ratio (TRL epsilon)", gt=0, lt=1)
     epsilon_high: float | None = _f(None, "upper clip range (TRL epsilon_high; null = epsilon)", gt=0)
     beta: float = _f(0.0, "KL coefficient against the reference model (TRL beta; 0 = no reference model)", ge=0)
@@ -89,12 +92,13 @@ class PolicyConfig(_Section):
 
 @dataclass
 class RewardModelConfig(_Section):
-    """The generative reward model that judges every step m times (and writes unit tests for code)."""
+    """The generative reward model that judges every step m times."""
 
     section: ClassVar[str] = "reward_model"
     model: str | None = _f(TINY, "model path or hub id, 'same-as-policy' (one model, both roles), 'tiny', or null "
                                  "(no reward model: only mode=outcome_only)")
-    backend: str = _f("transformers", "generation backend (see policy.backend); openai only for a frozen reward "
+    backend: str = _f("transformers", "generation backend: transformers (CPU/GPU), vllm (GPU, pip install "
+                      "\"rla[vllm]\"), openai (an OpenAI-compatible server); vllm and openai only for a frozen reward "
                       "model", choices=BACKENDS)
     base_url: str | None = _f(None, "server URL for backend=openai")
     verdict_mode: str = _f("choice", "how the judge answers: text (reasons, then writes \\boxed{1} or \\boxed{-1}; "
@@ -104,7 +108,17 @@ class RewardModelConfig(_Section):
     judgments_per_step: int = _f(3, "m: independent judgments of every step", ge=1, fix="the paper uses m = 3")
     step_reward_weight: float = _f(1.0, "λ in R_i = O + (λ/m)·Σ_j S_ij (rla_train.rewards.integrated_rewards lam)",
                                    alias="lam", ge=0, fix="the paper uses λ = 1")
-    learning_rate: float = _f(1e-4, "AdamW learning rate of the reward model", alias="lr", gt=0)
+    learning_rate: float = _f(1e-4, "AdamW learning rate of the reward model (TRL learning_rate)", alias="lr", gt=0)
+    optimizer: dict[str, Any] = _f({}, "optimizer fields that differ for the reward model, over the shared `optimizer` "
+                                   "section (e.g. {lr_scheduler_type: linear})")
+    per_device_train_batch_size: int = _f(8, "judgments per micro-batch of a reward-model update (TRL "
+                                          "per_device_train_batch_size)", ge=1)
+    loss_type: str = _f("dapo", "policy-gradient loss normalisation of the reward model's updates (TRL loss_type)",
+                        choices=("grpo", "dapo", "dr_grpo", "bnpo"))
+    epsilon: float = _f(0.2, "clip range of the reward model's probability ratio (TRL epsilon)", gt=0, lt=1)
+    num_iterations: int = _f(1, "optimisation passes over each batch of judgments (TRL num_iterations)", ge=1)
+    gradient_checkpointing: bool = _f(False, "trade compute for memory in the reward model's updates (TRL "
+                                      "gradient_checkpointing)")
     updates_per_step: int = _f(1, "reward-model optimizer steps per training step", ge=1)
     task_filter_low: float = _f(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
     task_filter_high: float = _f(0.8, "... and <= this (rla_train.rewards.reward_model_task_filter)", ge=0, le=1)
@@ -134,8 +148,6 @@ class RewardModelConfig(_Section):
     probe_episodes: int = _f(72, "episodes (expert, epsilon-expert and random) on valid_seen games whose labelled steps "
                              "form a fixed probe of the reward model's balanced accuracy and AUC, judged at every "
                              "evaluation (0 = no probe; needs a family with step labels)", ge=0)
-    unit_tests_per_answer: int = _f(4, "code only: unit tests asked for in each answer", ge=1)
-    unit_test_samples: int = _f(2, "code only: answers (each with tests) per problem", ge=1)
 
     def check(self) -> None:
         if self.model == "":
@@ -146,19 +158,65 @@ class RewardModelConfig(_Section):
 
 
 @dataclass
-class PoolSettings(_Section):
-    """The adaptive task pool: when tasks count as too hard / too easy, and who rewrites them."""
+class OptimizerConfig(_Section):
+    """The optimizer and schedule of both trained models (the policy and the reward model); each model's own
+    learning rate is in its section, and ``policy.optimizer`` / ``reward_model.optimizer`` override any field here."""
+
+    section: ClassVar[str] = "optimizer"
+    optim: str = _f("adamw_torch_fused", "optimizer implementation (TRL optim); both are AdamW",
+                    choices=("adamw_torch_fused", "adamw_torch"))
+    lr_scheduler_type: str = _f("constant", "learning-rate schedule over the run's optimizer steps (TRL "
+                                "lr_scheduler_type)", choices=("constant", "constant_with_warmup", "linear", "cosine"))
+    warmup_steps: int = _f(0, "optimizer steps of linear warm-up (TRL warmup_steps)", ge=0)
+    weight_decay: float = _f(0.0, "AdamW weight decay (TRL weight_decay)", ge=0)
+    adam_beta1: float = _f(0.9, "AdamW beta1 (TRL adam_beta1)", ge=0, lt=1)
+    adam_beta2: float = _f(0.999, "AdamW beta2 (TRL adam_beta2)", ge=0, lt=1)
+    adam_epsilon: float = _f(1e-8, "AdamW epsilon (TRL adam_epsilon)", gt=0)
+    max_grad_norm: float = _f(1.0, "gradient clipping norm (TRL max_grad_norm)", gt=0)
+
+    def overridden(self, overrides: dict[str, Any], where: str) -> OptimizerConfig:
+        """These settings with ``overrides`` (``{field: value}``, from ``where``, e.g. ``policy.optimizer``) put over them."""
+        names = [spec.name for spec in dataclasses.fields(self)]
+        for key in overrides:
+            if key not in names:
+                raise ConfigError(f"{where}.{key} is not an optimizer field; expected one of {names} (the learning "
+                                  f"rate is {where.split('.')[0]}.learning_rate).{did_you_mean(key, names)}")
+        values = {**dataclasses.asdict(self), **overrides}
+        try:
+            return OptimizerConfig(**values)
+        except ConfigError as error:
+            raise ConfigError(f"{where}: {error}") from error
+
+
+SET_ELSEWHERE = {"group_size": "rollout.group_size", "seed": "train.seed"}
+"""The :class:`PoolConfig` fields the pool section leaves to other sections."""
+
+
+def _curriculum_fields() -> list[tuple[str, Any, Any]]:
+    """Every :class:`PoolConfig` field but :data:`SET_ELSEWHERE`, as a config field with PoolConfig's type, default and
+    help (a tuple is a list in YAML), so the pool section holds each pool setting once, with one default."""
+    hints, choices = typing.get_type_hints(PoolConfig), {"strategy": STRATEGIES, "rewrite_rule": REWRITE_RULES}
+    fields = []
+    for spec in dataclasses.fields(PoolConfig):
+        if spec.name in SET_ELSEWHERE:
+            continue
+        kind, default = hints[spec.name], spec.default
+        if typing.get_origin(kind) is tuple:
+            kind, default = list[typing.get_args(kind)[0]], list(default)
+        fields.append((spec.name, kind, _f(default, spec.metadata["help"], choices=choices.get(spec.name))))
+    return fields
+
+
+_CurriculumFields = dataclasses.make_dataclass("_CurriculumFields", _curriculum_fields(), bases=(_Section,))
+
+
+@dataclass
+class PoolSettings(_CurriculumFields):
+    """The adaptive task pool: every rla_envs.curriculum.PoolConfig field (when tasks count as too hard / too easy,
+    how tasks are sampled and rewrites accepted), plus how often and by whom tasks are rewritten."""
 
     section: ClassVar[str] = "pool"
-    strategy: str = _f("uniform", "task sampling: uniform (as the paper), learnability (p near 0.5 first: the project's "
-                       "own option), or rlanything "
-                       "(the released rule)", choices=("learnability", "uniform", "rlanything"))
-    rewrite_rule: str | None = _f(None, "when to rewrite (null = 'rlanything' for strategy rlanything, else 'ours')",
-                                  choices=("ours", "rlanything", "none"))
-    alpha_low: float = _f(0.2, "success rate at or below which a task is rewritten easier (α_low)", gt=0, lt=1)
-    alpha_high: float = _f(0.8, "success rate at or above which a task is rewritten harder (α_high)", gt=0, lt=1)
     adapt_every: int = _f(48, "episodes between two rewrite rounds", ge=1)
-    measure_rollouts: int = _f(8, "fresh validation rollouts each for parent and child of a rewrite", ge=1)
     max_rewrites_per_round: int | None = _f(1, "most triggered tasks rewritten in one round (each costs up to "
                                             "measure_rollouts x (1 + candidates) validation rollouts; null = all)", ge=1)
     rewriter: str = _f("mutator", "who rewrites: mutator (the family's LLM-free edits) or llm (a model given the "
@@ -167,34 +225,17 @@ class PoolSettings(_Section):
                                           "'same-as-reward-model'")
     rewriter_backend: str = _f("transformers", "the llm rewriter's backend", choices=BACKENDS)
     rewriter_base_url: str | None = _f(None, "server URL for rewriter_backend=openai")
-    options: dict[str, Any] = _f({"zero_variance_repeats": 1}, "other rla_envs.curriculum.PoolConfig fields (decay, "
-                                  "confidence, margin, zero_variance_repeats, ...); the default lets one all-fail "
-                                  "(all-pass) group trigger an easier (harder) rewrite, since with 128 tasks a task is "
-                                  "rarely drawn twice in a short run")
 
     def check(self) -> None:
-        if not self.alpha_low < self.alpha_high:
-            raise ConfigError(f"pool.alpha_low ({self.alpha_low}) must be < pool.alpha_high ({self.alpha_high}); "
-                              "the paper uses 0.2 and 0.8")
         self.pool_config()  # PoolConfig's own checks, now rather than at the first rewrite
 
-    def pool_config(self, *, group_size: int = 8, seed: int = 0):
-        """The :class:`rla_envs.curriculum.PoolConfig` these settings describe."""
-        from rla_envs.curriculum.pool import PoolConfig
-
-        set_here = {"alpha_low", "alpha_high", "strategy", "rewrite_rule", "measure_rollouts", "group_size", "seed"}
-        free = sorted({f.name for f in dataclasses.fields(PoolConfig)} - set_here)
-        for key in self.options:
-            if key not in free:
-                raise ConfigError(f"pool.options.{key} is not a PoolConfig field left to options; expected one of "
-                                  f"{free} (pool.*, rollout.group_size and train.seed set the others)."
-                                  f"{did_you_mean(key, free)}")
+    def pool_config(self, *, group_size: int = 8, seed: int = 0) -> PoolConfig:
+        """The :class:`rla_envs.curriculum.PoolConfig` these settings describe (``rollout.group_size``, ``train.seed``)."""
+        values = {name: getattr(self, name) for name, _, _ in _curriculum_fields()}
         try:
-            return PoolConfig(strategy=self.strategy, rewrite_rule=self.rewrite_rule, alpha_low=self.alpha_low,
-                              alpha_high=self.alpha_high, measure_rollouts=self.measure_rollouts,
-                              group_size=group_size, seed=seed, **self.options)
+            return PoolConfig(**values, group_size=group_size, seed=seed)
         except (TypeError, ValueError) as error:
-            raise ConfigError(f"pool.options: {error}") from error
+            raise ConfigError(f"pool: {error}") from error
 
 
 @dataclass
@@ -234,7 +275,6 @@ class RunConfig(_Section):
                              "happened to draw (0 = none)", ge=0)
     eval_temperature: float = _f(1.0, "sampling temperature of held-out evaluations (0 = greedy); seeded, so the same "
                                  "run gives the same numbers (tiny choice policies loop when greedy)", ge=0)
-    logging_steps: int = _f(1, "log metrics every this many steps (TRL logging_steps)", ge=1)
     resume_from: str | None = _f(None, "a run directory to continue from (set by --resume DIR)")
 
     def check(self) -> None:
@@ -268,6 +308,20 @@ class ScaleConfig(_Section):
 
 
 SECTIONS: dict[str, type[_Section]] = {"env": EnvConfig, "policy": PolicyConfig, "reward_model": RewardModelConfig,
-                                       "pool": PoolSettings, "rollout": RolloutConfig, "train": RunConfig,
+                                       "optimizer": OptimizerConfig, "pool": PoolSettings, "rollout": RolloutConfig, "train": RunConfig,
                                        "output": OutputConfig, "scale": ScaleConfig}
 """Section name -> its dataclass, in the order files and ``--help`` list them."""
+
+_MOVED_TO_OPTIMIZER = "moved to optimizer.{name}, shared by the policy and the reward model ({section}.optimizer: " \
+                      "{{{name}: ...}} overrides it for one of them)"
+_UNIT_TESTS = ("removed: the co-trainer does not run the reward model's unit-test writer (rla_train.reward_model."
+               "UnitTestWriter takes its own arguments); delete the line")
+RETIRED_KEYS: dict[str, str] = {
+    **{f"policy.{name}": _MOVED_TO_OPTIMIZER.format(name=name, section="policy")
+       for name in ("lr_scheduler_type", "warmup_steps", "max_grad_norm")},
+    "train.logging_steps": "removed: it did nothing (metrics.jsonl gets every step's metrics); delete the line",
+    "reward_model.unit_tests_per_answer": _UNIT_TESTS,
+    "reward_model.unit_test_samples": _UNIT_TESTS,
+    "pool.options": "removed: each PoolConfig field is a pool field now (pool.options.decay -> pool.decay)",
+}
+"""``section.field`` keys that older configs hold -> what became of them (the loader's error says so)."""

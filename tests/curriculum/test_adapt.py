@@ -82,7 +82,7 @@ def pool_with_evidence(levels, outcomes_per_task=16, **config):
 
 
 def test_rewrites_both_ways_and_counts_every_rollout_exactly():
-    pool = pool_with_evidence([0, 9, 5])  # too easy, too hard, in the band
+    pool = pool_with_evidence([0, 9, 5], measure_rollouts=16)  # too easy, too hard, in the band
     assert sorted(d for _, d in pool.candidates_for_rewrite()) == ["easier", "harder"]
     measure = SimulatedMeasure()
     report = adapt(pool, MutatorRewriter(Ladder(), strengths=(1, 2, 3)), measure, family=Ladder())
@@ -239,7 +239,7 @@ def test_verifier_change_and_env_measure_checks():
 def test_metrics_after_a_round_match_the_pool_books(tmp_path):
     from rla_envs.curriculum import plots
 
-    pool = pool_with_evidence([0, 9, 5])  # one all-pass group, one 0.02*16 -> 0 wins (all-fail), one mixed
+    pool = pool_with_evidence([0, 9, 5], measure_rollouts=16)  # one all-pass group, one 0.02*16 -> 0 wins (all-fail), one mixed
     # groups: 3 recorded; rung 0: 16/16 all-pass; rung 9: round(0.32) = 0 wins -> all-fail; rung 5: 8/16.
     assert plots.zero_variance_fraction(pool) == {"all_fail": 1 / 3, "all_pass": 1 / 3, "total": 2 / 3}
     assert plots.effective_sample_ratio(pool) == pytest.approx(1 / 3)

@@ -104,7 +104,8 @@ def run_curriculum(tasks, types, *, warmup_cap, after_episodes):
     from rla_envs.alfworld.family import AlfWorldFamily
 
     chosen = [tasks[t] for t in types]
-    pool = TaskPool(chosen, PoolConfig(seed=0, snapshot_every=10, max_root_share=1.0))
+    pool = TaskPool(chosen, PoolConfig(strategy="learnability", seed=0, snapshot_every=10, max_root_share=1.0,
+                                       measure_rollouts=16, zero_variance_repeats=2))  # the 16 + 16 rollouts checked below
     policy = FeatureSkillPolicy(Skill(chosen), pool.task, seed=0)
     base = AlfWorldEnv(tasks=chosen, expert="handcoded", max_steps=30)
     env = AdaptiveTaskPool(base, pool, rewriter=MutatorRewriter(strengths=(1, 2, 3)), policy=policy)

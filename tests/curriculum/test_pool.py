@@ -65,7 +65,7 @@ def test_unknown_ids_suggest_the_closest():
 
 # ---------------------------------------------------------------------- sampling
 def test_sample_frequencies_follow_the_weights():
-    pool = TaskPool(make_tasks(6), PoolConfig(seed=1, max_root_share=1.0, temperature=1.0))
+    pool = TaskPool(make_tasks(6), PoolConfig(strategy="learnability", seed=1, max_root_share=1.0, temperature=1.0))
     rng = np.random.default_rng(0)
     play(pool, rng, lambda t: t.spec["level"] / 6, steps=30)
     weights = pool.weights()
@@ -77,8 +77,8 @@ def test_sample_frequencies_follow_the_weights():
 
 
 def test_root_share_cap_holds_when_one_task_dominates():
-    pool = TaskPool(make_tasks(8), PoolConfig(seed=2, max_root_share=0.2, temperature=0.05, fresh_share=0.0,
-                                              staleness_weight=0.0))
+    pool = TaskPool(make_tasks(8), PoolConfig(strategy="learnability", seed=2, max_root_share=0.2, temperature=0.05,
+                                              fresh_share=0.0, staleness_weight=0.0))
     rng = np.random.default_rng(0)
     # task 3 sits at p = 0.5, every other task always succeeds: learnability wants task 3 only
     for task in pool.active_tasks():
@@ -88,8 +88,8 @@ def test_root_share_cap_holds_when_one_task_dominates():
     draws = pool.sample(10000)
     share_of_3 = np.mean([t.spec["level"] == 3 for t in draws])
     assert 0.18 < share_of_3 < 0.22
-    uncapped = TaskPool(make_tasks(8), PoolConfig(seed=2, max_root_share=1.0, temperature=0.05, fresh_share=0.0,
-                                                  staleness_weight=0.0))
+    uncapped = TaskPool(make_tasks(8), PoolConfig(strategy="learnability", seed=2, max_root_share=1.0, temperature=0.05,
+                                                  fresh_share=0.0, staleness_weight=0.0))
     uncapped._stats = dict(pool._stats)
     assert uncapped.weights().max() > 0.9  # the cap is what held it back
 

@@ -6,7 +6,7 @@ from rla_envs.code.tasks.bundled import bundled_tasks
 from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter
 from rla_train.backends.scripted import ScriptedBackend
 from rla_train.components import BackendText, _rewriter, grpo_args
-from rla_train.config import load_config
+from rla_train.config import TrainConfig, load_config
 
 
 def test_llm_rewriter_runs_on_the_policy_backend_and_rejects_garbage_with_reasons():
@@ -25,6 +25,38 @@ def test_llm_rewriter_runs_on_the_policy_backend_and_rejects_garbage_with_reason
 def test_grpo_args_take_trl_names_from_the_section(tmp_path):
     config = load_config(None, ["policy.learning_rate=2e-5", "policy.loss_type=dapo", "policy.epsilon=0.3"],
                          check_hardware=False)
-    args = grpo_args(config.policy, tmp_path, seed=3, temperature=0.7)
+    args = grpo_args(config.policy, config.optimizer_for("policy"), tmp_path, seed=3, temperature=0.7)
     assert (args.learning_rate, args.loss_type, args.epsilon, args.seed, args.temperature) == (2e-5, "dapo", 0.3, 3, 0.7)
     assert args.gradient_accumulation_steps == 1 and args.steps_per_generation == 1 and not args.activation_checkpointing
+
+
+def test_both_trainers_take_the_shared_optimizer_and_their_own_overrides_not_trl_defaults(tmp_path):
+    # every value differs from TRL's default (linear schedule, no warm-up, no decay, betas 0.9/0.999, eps 1e-8, norm 1)
+    config = load_config(None, ["optimizer.lr_scheduler_type=cosine", "optimizer.warmup_steps=3",
+                                "optimizer.weight_decay=0.01", "optimizer.adam_beta1=0.8", "optimizer.adam_beta2=0.99",
+                                "optimizer.adam_epsilon=1e-6", "optimizer.max_grad_norm=0.5", "optimizer.optim=adamw_torch",
+                                "reward_model.optimizer={lr_scheduler_type: constant_with_warmup, max_grad_norm: 2.0}",
+                                "reward_model.loss_type=grpo", "reward_model.epsilon=0.1", "reward_model.num_iterations=2",
+                                "reward_model.per_device_train_batch_size=4"], check_hardware=False)
+    policy = grpo_args(config.policy, config.optimizer_for("policy"), tmp_path, seed=0, temperature=1.0,
+                       beta=0.02, epsilon_high=0.28)
+    judge = grpo_args(config.reward_model, config.optimizer_for("reward_model"), tmp_path, seed=0, temperature=1.0)
+    shared = ("warmup_steps", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "optim")
+    for args in (policy, judge):
+        assert [getattr(args, name) for name in shared] == [3, 0.01, 0.8, 0.99, 1e-6, "adamw_torch"]
+    assert (policy.lr_scheduler_type, policy.max_grad_norm, policy.learning_rate) == ("cosine", 0.5, 3e-4)
+    assert (policy.beta, policy.epsilon_high) == (0.02, 0.28)
+    assert (judge.lr_scheduler_type, judge.max_grad_norm, judge.learning_rate) == ("constant_with_warmup", 2.0, 1e-4)
+    assert (judge.loss_type, judge.epsilon, judge.num_iterations, judge.per_device_train_batch_size) == ("grpo", 0.1, 2, 4)
+    assert (judge.beta, judge.epsilon_high) == (0.0, None)
+
+
+def test_the_default_run_trains_both_models_with_a_constant_adamw(tmp_path):
+    # the policy's schedule as before the optimizer section (constant 3e-4); the reward model's, which TRL's default
+    # made linear, now the shared constant
+    config = TrainConfig()
+    for role, lr in (("policy", 3e-4), ("reward_model", 1e-4)):
+        args = grpo_args(getattr(config, role), config.optimizer_for(role), tmp_path, seed=0, temperature=1.0)
+        assert (args.learning_rate, args.lr_scheduler_type, args.warmup_steps, args.max_grad_norm) == \
+            (lr, "constant", 0, 1.0)
+        assert (args.weight_decay, args.adam_beta1, args.adam_beta2, args.adam_epsilon) == (0.0, 0.9, 0.999, 1e-8)

@@ -67,7 +67,7 @@ def test_overrides_nested_lists_booleans_numbers_and_aliases():
     config = load_config(None, [
         "policy.lr=1e-6", "policy.max_new_tokens=64", "rollout.group_size=4", "output.tensorboard=true",
         "env.options.task_types=[pick, clean]", "env.train_options.n_per_type=3", "policy.history_window=null",
-        "train.mode=policy", "pool.options.decay=0.95", "reward_model.lam=0.5",
+        "train.mode=policy", "pool.decay=0.95", "pool.prior=[2, 1]", "reward_model.lam=0.5",
     ])
     assert config.policy.learning_rate == 1e-6 and isinstance(config.policy.learning_rate, float)
     assert config.policy.max_completion_length == 64
@@ -76,6 +76,7 @@ def test_overrides_nested_lists_booleans_numbers_and_aliases():
     assert config.env.train_options == {"split": "train", "n_per_type": 3}
     assert config.policy.history_window is None and config.train.mode == "policy"
     assert config.pool.pool_config().decay == 0.95 and config.reward_model.step_reward_weight == 0.5
+    assert config.pool.pool_config().prior == (2.0, 1.0)
     # overrides apply over the file, and an int is accepted where a float is expected
     config = load_config(CONFIGS / "alfworld-qwen2.5-7b.yaml", ["train.steps=3", "reward_model.step_reward_weight=2"],
                          check_hardware=False)
@@ -91,6 +92,18 @@ def test_overrides_nested_lists_booleans_numbers_and_aliases():
     ("policy.learning_rate.x=1", "is not a mapping"),
 ])
 def test_unknown_keys_fail_with_did_you_mean(override, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config(None, [override])
+
+
+@pytest.mark.parametrize("override, match", [
+    ("policy.lr_scheduler_type=linear", r"policy.lr_scheduler_type in --set was moved to optimizer.lr_scheduler_type"),
+    ("policy.max_grad_norm=2", r"moved to optimizer.max_grad_norm.*policy.optimizer: \{max_grad_norm: ...\}"),
+    ("train.logging_steps=5", r"train.logging_steps in --set was removed: it did nothing"),
+    ("pool.options.decay=0.9", r"pool.options in --set was removed: .*pool.options.decay -> pool.decay"),
+    ("reward_model.unit_test_samples=2", r"removed: the co-trainer does not run the reward model's unit-test writer"),
+])
+def test_retired_keys_say_what_became_of_them(override, match):
     with pytest.raises(ConfigError, match=match):
         load_config(None, [override])
 
@@ -116,21 +129,27 @@ def test_wrong_types_fail_with_field_type_and_value(override, match):
 
 @pytest.mark.parametrize("overrides, match", [
     (["train.mode=policy+rewards"], r"train.mode must be one of .*Did you mean 'policy\+reward'"),
-    (["pool.alpha_low=0.9"], r"pool.alpha_low \(0.9\) must be < pool.alpha_high \(0.8\)"),
-    (["pool.alpha_high=1.0"], r"pool.alpha_high must be > 0 and < 1"),
+    (["pool.alpha_low=0.9"], r"pool: need 0 <= alpha_low < alpha_high <= 1, got alpha_low=0.9, alpha_high=0.8"),
+    (["pool.alpha_high=1.5"], r"pool: need 0 <= alpha_low < alpha_high <= 1"),
     (["rollout.group_size=1"], r"rollout.group_size must be >= 2.*GRPO"),
     (["reward_model.judgments_per_step=0"], r"judgments_per_step must be >= 1"),
     (["policy.learning_rate=0"], r"policy.learning_rate must be > 0"),
     (["policy.temperature=0"], r"GRPO advantages are all zero"),
     (["reward_model.model=null"], r"needs a reward model.*outcome_only"),
-    (["policy.backend=openai", "policy.action_mode=text"], r"cannot be trained by this version"),
-    (["policy.backend=vllm"], r"policy.backend=vllm cannot be trained.*docs/scale-out.md"),
+    (["policy.backend=openai", "policy.action_mode=text"], r"policy.backend must be one of \['transformers'\]"),
+    (["policy.backend=vllm"], r"policy.backend must be one of .*got 'vllm'; syncing a vLLM engine.*docs/scale-out.md"),
+    (["policy.optimizer={lr_scheduler: linear}"], r"policy.optimizer.lr_scheduler is not an optimizer field.*"
+                                                   r"Did you mean 'lr_scheduler_type'"),
+    (["reward_model.optimizer.learning_rate=1e-5"], r"not an optimizer field.*reward_model.learning_rate"),
+    (["reward_model.optimizer.adam_beta2=1"], r"reward_model.optimizer: optimizer.adam_beta2 must be >= 0 and < 1"),
+    (["optimizer.lr_scheduler_type=step"], r"optimizer.lr_scheduler_type must be one of"),
     (["env.id=rla/Code-v0"], r"action_mode=text"),
     (["env.id=rla/AlfWorld-v1"], r"Did you mean 'rla/AlfWorld-v0'"),
     (["pool.rewriter=llm"], r"pool.rewriter_model"),
     (["reward_model.backend=openai", "reward_model.base_url=http://x/v1"], r"train.mode=policy to keep a frozen"),
-    (["pool.options.decay=2"], r"pool.options: .*decay"),
-    (["pool.options.alpha_low=0.1"], r"pool.options.alpha_low is not a PoolConfig field left to options"),
+    (["pool.decay=2"], r"pool: PoolConfig.decay must be in \(0, 1\]"),
+    (["pool.strategy=learnabilty"], r"pool.strategy must be one of .*Did you mean 'learnability'"),
+    (["pool.group_size=4"], r"unknown config key 'pool.group_size'.*Did you mean 'rollout.group_size'"),
     (["scale.vllm_mode=server"], r"unknown config key 'scale.vllm_mode'"),
     (["train.warm_start_demos=0"], r"warm_start_sft_steps=0"),
     (["reward_model.judgments_per_step=1"], r"trains the reward model .*judgments_per_step >= 2"),

@@ -164,7 +164,7 @@ def test_the_rm_trainer_trains_the_choice_it_made(judge, tiny_backend, prompts, 
     # SampleTrainer(choice_logprob=True) on the judge's samples: a positive advantage on "+1" raises P(+1).
     from rla_train.components import grpo_args
     from rla_train.policy_update import Sample, SampleTrainer
-    from rla_train.config.sections import RewardModelConfig
+    from rla_train.config.sections import OptimizerConfig, RewardModelConfig
 
     generations = judge.generate(prompts[:8], n=2, sampling=SamplingParams(temperature=1.0, seed=3))
     before = [g.good_probability for g in generations]
@@ -172,7 +172,7 @@ def test_the_rm_trainer_trains_the_choice_it_made(judge, tiny_backend, prompts, 
                       alternatives=s.alternatives) for g in generations for s in g.samples]
     section = RewardModelConfig(learning_rate=0.05)
     trainer = SampleTrainer(tiny_backend.model, tiny_backend.tokenizer,
-                            grpo_args(section, tmp_path, seed=0, temperature=1.0), total_steps=1, choice_logprob=True)
+                            grpo_args(section, OptimizerConfig(), tmp_path, seed=0, temperature=1.0), total_steps=1, choice_logprob=True)
     metrics = trainer.update(samples)
     assert math.isfinite(metrics["loss"])
     after = [g.good_probability for g in judge.generate(prompts[:8], sampling=SamplingParams(temperature=1.0))]
