@@ -109,8 +109,10 @@ class RewardModelConfig(_Section):
     step_reward_weight: float = _f(1.0, "λ in R_i = O + (λ/m)·Σ_j S_ij (rla_train.rewards.integrated_rewards lam)",
                                    alias="lam", ge=0, fix="the paper uses λ = 1")
     learning_rate: float = _f(1e-4, "AdamW learning rate of the reward model (TRL learning_rate)", alias="lr", gt=0)
-    optimizer: dict[str, Any] = _f({}, "optimizer fields that differ for the reward model, over the shared `optimizer` "
-                                   "section (e.g. {lr_scheduler_type: linear})")
+    optimizer: dict[str, Any] = _f({"lr_scheduler_type": "linear"}, "optimizer fields that differ for the reward "
+                                   "model, over the shared `optimizer` section ({} = the shared section as it is). The "
+                                   "default decays the reward model's learning rate linearly to 0 over the run, what the "
+                                   "README's default-run figures were measured with (then TRL's silent default)")
     per_device_train_batch_size: int = _f(8, "judgments per micro-batch of a reward-model update (TRL "
                                           "per_device_train_batch_size)", ge=1)
     loss_type: str = _f("dapo", "policy-gradient loss normalisation of the reward model's updates (TRL loss_type)",
