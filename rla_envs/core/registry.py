@@ -18,16 +18,18 @@ did-you-mean hint); :func:`families` lists them. See docs/adding-a-family.md.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import gymnasium as gym
 from gymnasium.envs.registration import register, registry
 
 from rla_envs.core.errors import UnknownFamily, did_you_mean
+from rla_envs.core.task import Task
 
-__all__ = ["FamilySpec", "register_family", "family_spec", "families", "load_entry_point"]
+__all__ = ["FamilySpec", "register_family", "family_spec", "families", "tasks_family", "load_entry_point"]
 
 
 def load_entry_point(entry_point: str) -> Any:
@@ -123,13 +125,19 @@ class FamilySpec:
             self._loaded[name] = load_entry_point(entry_point)
         return self._loaded[name]
 
-    def split_options(self, split: str) -> dict[str, Any]:
-        """The env options that select ``split`` ({} for a family with one task set and ``split="default"``)."""
-        if self.split_option is None:
-            if split != "default":
-                raise ValueError(f"family {self.name!r} has no splits; use split 'default' (its task set)")
-            return {}
-        return {self.split_option: split}
+    def expert_env(self, tasks: Iterable[Task], *, split: str | None = None, **options: Any) -> gym.Env:
+        """The family's main env on ``tasks`` with its expert on: every ``info`` carries ``"expert_action"``.
+
+        ``split`` sets :attr:`split_option` where the family has one (it names where the tasks come from);
+        ``options`` are more env options (``max_steps``, ...). NotImplementedError without ``expert_options``.
+        """
+        if self.expert_options is None:
+            raise NotImplementedError(f"family {self.name!r} has no expert that plays along (its "
+                                      "FamilySpec.expert_options is None): no demonstrations or expert episodes")
+        if split is not None and self.split_option is not None:
+            options = {self.split_option: split, **options}
+        return gym.make(self.env_id, **{"disable_env_checker": True, **self.expert_options, "tasks": list(tasks),
+                                        **options})
 
 
 _FAMILIES: dict[str, FamilySpec] = {}
@@ -179,3 +187,11 @@ def family_spec(name_or_env_id: str) -> FamilySpec:
 def families() -> Mapping[str, FamilySpec]:
     """Every registered family, by name, in registration order (a read-only view)."""
     return MappingProxyType(_FAMILIES)
+
+
+def tasks_family(tasks: Iterable[Task]) -> FamilySpec:
+    """The spec of the one family ``tasks`` belong to (ValueError if they are of several families, or none)."""
+    names = sorted({task.family for task in tasks})
+    if len(names) != 1:
+        raise ValueError(f"expected tasks of one family, got families {names or 'none (no tasks)'}")
+    return family_spec(names[0])

@@ -44,7 +44,6 @@ step votes alone, no outcome."""
 SAME_AS_POLICY = "same-as-policy"
 TINY = "tiny"
 BACKENDS = ("transformers", "vllm", "openai")
-TEXT_FAMILIES = ("alfworld", "textworld")
 
 
 def _f(default: Any, help: str, *, choices: Sequence[str] | None = None, alias: str | None = None,
