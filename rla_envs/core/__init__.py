@@ -1,4 +1,4 @@
-"""Shared core of every rla env family: Task, Trajectory, errors, text spaces, the TaskEnv base, family hooks and registry."""
+"""Shared core of every rla env family: Task, Trajectory, errors, text spaces, TaskEnv, family hooks, registry."""
 
 from rla_envs.core.env import TaskEnv, Transition
 from rla_envs.core.errors import (

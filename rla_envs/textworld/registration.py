@@ -1,4 +1,4 @@
-"""Registers the TextWorld family (``rla/TextWorld-v0``): what it is and which hooks it offers; imports nothing heavy."""
+"""Registers the TextWorld family (``rla/TextWorld-v0``): what it is and which hooks it offers (light)."""
 
 from rla_envs.core.registry import FamilySpec, register_family
 

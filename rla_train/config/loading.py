@@ -163,8 +163,8 @@ class TrainConfig:
                 raise ConfigError("pool.rewriter_model=same-as-reward-model but the reward model has no weights "
                                   "(reward_model.model is null or kind is noisy_oracle); name a rewriter model")
         if self.train.warm_start_sft_steps and spec.expert_options is None:
-            raise ConfigError(f"train.warm_start_sft_steps={self.train.warm_start_sft_steps} imitates the env's expert, "
-                              f"which family {family} does not offer (FamilySpec.expert_options); set "
+            raise ConfigError(f"train.warm_start_sft_steps={self.train.warm_start_sft_steps} imitates the env's "
+                              f"expert, which family {family} does not offer (FamilySpec.expert_options); set "
                               "train.warm_start_sft_steps=0")
         labelled_episodes = spec.step_labels is not None and spec.expert_options is not None
         if rm.warm_start_steps and mode.reward_model and rm.kind == "model":

@@ -112,6 +112,18 @@ def test_the_registry_alone_makes_the_family_known_everywhere():
         SPEC.hook("generate_tasks")
 
 
+def test_a_config_asking_for_what_the_family_lacks_fails_at_load():
+    from rla_train.config import ConfigError
+
+    with pytest.raises(ConfigError, match="probe_episodes .*family toy-corridor .*lacks"):
+        load_config(None, [*RUN, "reward_model.probe_episodes=6"], check_hardware=False)  # no task generator
+    with pytest.raises(ConfigError, match="warm_start_sft_steps=2 imitates the env's expert, which family textworld"):
+        load_config(None, [*RUN, "env.id=rla/TextWorld-v0"], check_hardware=False)  # no expert in info
+    with pytest.raises(ConfigError, match="noisy_oracle votes the expert's step labels.*toy-corridor.*not code"):
+        load_config(None, [*RUN, "env.id=rla/Code-v0", "policy.action_mode=text", "train.warm_start_sft_steps=0"],
+                    check_hardware=False)
+
+
 def test_one_co_training_step_on_the_toy_family(tmp_path):
     from rla_train.cotrain import train
     from rla_train.tiny import tiny_model_path
