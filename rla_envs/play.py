@@ -79,7 +79,8 @@ def play_episode(env: gym.Env, agent: str, rng: np.random.Generator, seed: int |
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rla_envs.play", description=__doc__.split("\n\n")[0])
-    parser.add_argument("env_id", help=f"one of {', '.join(rla_envs.ENV_IDS)}")
+    env_ids = [env_id for spec in rla_envs.families().values() for env_id in spec.env_ids]
+    parser.add_argument("env_id", help=f"one of {', '.join(env_ids)}")
     parser.add_argument("--agent", choices=AGENTS, default="expert", help="who plays (default: expert)")
     parser.add_argument("--episodes", type=int, default=5, help="number of episodes (default: 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the task draw and the random agent")
@@ -90,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.env_id not in gym.registry:
-        hint = did_you_mean(args.env_id, rla_envs.ENV_IDS, cutoff=0.3)
-        print(f"error: unknown env id {args.env_id!r}.{hint} Known: {', '.join(rla_envs.ENV_IDS)}", file=sys.stderr)
+        hint = did_you_mean(args.env_id, env_ids, cutoff=0.3)
+        print(f"error: unknown env id {args.env_id!r}.{hint} Known: {', '.join(env_ids)}", file=sys.stderr)
         return 2
     if args.episodes < 1:
         parser.error("--episodes must be >= 1")

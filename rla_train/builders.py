@@ -23,12 +23,9 @@ from typing import Any
 
 from rla_train.config import MODES, TrainConfig
 
-__all__ = ["TEXT_GAMES", "HELDOUT_SEED_OFFSET", "PROBE_SEED_OFFSET", "HeldOutPlan", "load_model", "env_spec",
+__all__ = ["HELDOUT_SEED_OFFSET", "PROBE_SEED_OFFSET", "HeldOutPlan", "load_model", "env_spec",
            "agent_options", "build_agent", "policy_sampling", "policy_dtype", "policy_backend", "policy_backends",
            "build_judge", "heldout_engine_seed", "heldout_plan", "heldout_engine", "heldout_tasks", "play_heldout"]
-
-TEXT_GAMES = ("rla/AlfWorld-v0", "rla/TextWorld-v0")
-"""Env ids whose envs take ``max_steps`` and whose agents take ``prompt_style`` / ``show_admissible``."""
 
 HELDOUT_SEED_OFFSET = 7919
 """The held-out engine's seed is ``train.seed`` + this: its episodes reset with seeds of their own."""
@@ -58,7 +55,7 @@ def env_spec(config: TrainConfig, extra: dict[str, Any]):
     from rla_train.rollout.envs import EnvSpec
 
     options = {**config.env.options, **extra}
-    if config.env.id in TEXT_GAMES:
+    if config.family_spec.text_game:  # text games take max_steps
         options.setdefault("max_steps", config.env.max_steps)
     return EnvSpec(config.env.id, **options)
 
@@ -70,7 +67,7 @@ def agent_options(config: TrainConfig) -> dict[str, Any]:
         options["system_prompt"] = config.policy.system_prompt
     if config.policy.action_mode == "index":
         options["action_format"] = "index"
-    if config.env.id in TEXT_GAMES:
+    if config.family_spec.text_game:  # the text-game agent takes these
         options.update(prompt_style=config.policy.prompt_style, show_admissible=config.policy.show_admissible)
     return options
 

@@ -98,20 +98,21 @@ class RewardModelProbe:
 
 
 def _rm_probe(config: TrainConfig, progress: bool) -> RewardModelProbe | None:
-    """The reward model's probe: labelled steps of expert, epsilon-expert and random episodes on valid_seen games."""
+    """The reward model's probe: labelled steps of expert, epsilon-expert and random episodes on generated games of
+    the family's first (in-distribution) evaluation split, e.g. ALFWorld's valid_seen."""
     section = config.reward_model
     if not section.probe_episodes or not MODES[config.train.mode].reward_model:
         return None
-    from rla_envs.alfworld.tasks import generated_tasks
     from rla_train.reward_model.probe import build_probe
 
+    spec = config.family_spec
     episodes_per_task = 3
     n_tasks = -(-section.probe_episodes // episodes_per_task)
-    types = config.env.options.get("task_types")
-    tasks = generated_tasks("valid_seen", n_tasks, 0, progress=progress,
-                            **({"task_types": types} if types else {}))[:n_tasks]
+    split = spec.splits[0]
+    options = {k: v for k, v in config.env.options.items() if k != spec.split_option}
+    tasks = spec.hook("generate_tasks")(split, n_tasks, 0, progress=progress, **options)[:n_tasks]
     return RewardModelProbe(build_probe(tasks, episodes_per_task=episodes_per_task, seed=config.train.seed,
-                                        max_steps=config.env.max_steps))
+                                        max_steps=config.env.max_steps, split=split))
 
 
 class BackendText:

@@ -187,7 +187,7 @@ def _restore(checkpoint: Path, parts) -> tuple[int, dict]:
     """Load a checkpoint's weights and states into freshly built parts; returns (step, history)."""
     from transformers import AutoModelForCausalLM
 
-    from rla_envs.curriculum.diagnosers import Trajectory
+    from rla_envs.core.trajectory import Trajectory
     from rla_envs.curriculum.pool import TaskPool
     from rla_train.checkpoint import load_states, restore_rng
 
@@ -221,7 +221,7 @@ def _warm_start(config: TrainConfig, parts, run_dir: Path, progress: bool = Fals
     """
     from rla_train.warmstart import choice_sft, expert_demonstrations, sft_warm_start
 
-    tasks = parts.engine.env.tasks() if config.family == "alfworld" else None
+    tasks = parts.engine.env.tasks()
     _phase(progress, f"warm start: the expert plays {config.train.warm_start_demos} demonstrations")
     demos = expert_demonstrations("train", n_tasks=config.train.warm_start_demos, seed=config.train.seed,
                                   agent=parts.agent, tasks=tasks, max_steps=max(50, config.env.max_steps))

@@ -2,7 +2,7 @@
 
 - :func:`majority_vote` — the verdict of m judgments on one step.
 - :func:`process_accuracy` — how often that verdict matches the expert's step label
-  (``rla_train.step_labels``).
+  (``rla_envs.core.labels``).
 - :func:`balanced_accuracy` — the mean of the recalls on good and on bad steps (plain accuracy on steps
   that are ~90% good rewards a judge that always says "good"; this one gives it 0.5).
 - :func:`roc_auc` — how well a judge's score (e.g. P(good)) ranks good steps above bad ones.
@@ -46,7 +46,7 @@ def process_accuracy(step_votes: Sequence[Sequence[int]], step_labels: Sequence[
     """
     if len(step_votes) != len(step_labels):
         raise ValueError(f"one label per judged step expected: got {len(step_votes)} vote lists and "
-                         f"{len(step_labels)} labels (labels come from rla_train.step_labels, one per action)")
+                         f"{len(step_labels)} labels (labels come from rla_envs.core.labels.step_labels, one per action)")
     right = total = 0
     for votes, label in zip(step_votes, step_labels):
         if label is None:
@@ -61,7 +61,7 @@ def _labelled(values: Sequence, labels: Sequence[bool | None], what: str) -> tup
     values, labels = list(values), list(labels)
     if len(values) != len(labels):
         raise ValueError(f"one label per {what} expected: got {len(values)} {what}s and {len(labels)} labels "
-                         "(labels: True good, False bad, None undetermined, e.g. from rla_train.step_labels)")
+                         "(labels: True good, False bad, None undetermined, e.g. from rla_envs.core.labels.step_labels)")
     kept = [(value, bool(label)) for value, label in zip(values, labels) if label is not None]
     return [v for v, _ in kept], [lab for _, lab in kept]
 

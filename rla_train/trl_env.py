@@ -36,6 +36,7 @@ import gymnasium as gym
 
 import rla_envs  # noqa: F401  (registers the rla/* ids)
 from rla_envs.core.errors import ResetNeeded, did_you_mean
+from rla_envs.core.registry import family_spec
 from rla_envs.core.task import Task
 
 __all__ = ["environment_factory", "EnvironmentFactory", "RlaEnvironment", "TextGameEnvironment",
@@ -162,7 +163,7 @@ class RlaEnvironment:
 
 
 class TextGameEnvironment(RlaEnvironment):
-    """A text game (``rla/AlfWorld-v0``, ``rla/TextWorld-v0``) whose tool is ``act(command)``."""
+    """A text game (agent kind ``text_game``: ALFWorld, TextWorld) whose tool is ``act(command)``."""
 
     guide = ("You are playing a text game. Call the `act` tool with exactly one command at a time, chosen "
              "from the admissible commands, until the task is done.")
@@ -205,12 +206,8 @@ class CodeEnvironment(RlaEnvironment):
         return self._step(program)
 
 
-_TOOL_CLASSES: dict[str, type[RlaEnvironment]] = {
-    "alfworld": TextGameEnvironment,
-    "textworld": TextGameEnvironment,
-    "code": CodeEnvironment,
-}
-"""Env family -> adapter class (the class's name is the reward column TRL logs)."""
+_TOOL_CLASSES: dict[str, type[RlaEnvironment]] = {"text_game": TextGameEnvironment, "code": CodeEnvironment}
+"""Agent kind (a family's ``FamilySpec.agent``) -> adapter class (the class's name is the reward column TRL logs)."""
 
 
 class EnvironmentFactory:
@@ -292,20 +289,16 @@ def with_tool_template(tokenizer):
 
 # --------------------------------------------------------------------- helpers
 def _tool_class(env_id: str) -> type[RlaEnvironment]:
-    """The adapter class for a registered rla env id, read from its entry point's ``family``."""
-    from gymnasium.envs.registration import load_env_creator, registry
-
-    if env_id not in registry:
-        ids = sorted(name for name in registry if name.startswith("rla/"))
+    """The adapter class for a registered family's env id, chosen by the family's agent kind."""
+    if env_id not in gym.registry:
+        ids = sorted(name for name in gym.registry if name.startswith("rla/"))
         raise gym.error.UnregisteredEnv(f"no env registered as {env_id!r}.{did_you_mean(env_id, ids)}"
                                         f" rla envs: {ids}")
-    entry_point = registry[env_id].entry_point
-    env_class = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
-    family = getattr(env_class, "family", None)
-    if family not in _TOOL_CLASSES:
-        raise ValueError(f"{env_id} (family {family!r}) has no TRL adapter; supported families: "
-                         f"{sorted(_TOOL_CLASSES)}")
-    return _TOOL_CLASSES[family]
+    spec = family_spec(env_id)
+    if spec.agent not in _TOOL_CLASSES:
+        raise ValueError(f"{env_id} (family {spec.name!r}, agent kind {spec.agent!r}) has no TRL adapter; supported "
+                         f"agent kinds: {sorted(_TOOL_CLASSES)}")
+    return _TOOL_CLASSES[spec.agent]
 
 
 def _coerce_task(value: Any) -> Task | Mapping[str, Any] | str | None:

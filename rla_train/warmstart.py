@@ -1,12 +1,12 @@
-"""Warm start: supervised fine-tuning on the searching ALFWorld expert's demonstrations before RL.
+"""Warm start: supervised fine-tuning on a family's expert demonstrations before RL.
 
-A from-scratch policy almost never reaches an ALFWorld goal, so RL has no signal to start from. The
-searching hand-coded expert (:class:`rla_envs.alfworld.expert.HandCodedExpert`: it does not know where
-hidden objects are, so its transcripts show search and recovery) plays generated ``train`` tasks;
-every step becomes one (prompt, completion) pair, the prompt built by the very agent the policy will
-use, so training and test prompts match::
+A from-scratch policy almost never reaches an ALFWorld goal, so RL has no signal to start from. The family's
+expert (``FamilySpec.expert_options``; ALFWorld's is the searching hand-coded expert, which does not know
+where hidden objects are, so its transcripts show search and recovery) plays ``train`` tasks; every step
+becomes one (prompt, completion) pair, the prompt built by the very agent the policy will use, so training
+and test prompts match::
 
-    dataset = expert_demonstrations("train", n_tasks=60, agent=TextGameAgent())
+    dataset = expert_demonstrations("train", n_tasks=60, env="rla/AlfWorld-v0", agent=TextGameAgent())
     model = sft_warm_start(model_path, None, dataset, steps=400, lr=1e-3, batch_size=8, output_dir=tmp)
 
 :func:`sft_warm_start` is TRL's :class:`~trl.SFTTrainer` in prompt-completion form (loss on the
@@ -21,34 +21,58 @@ command on demonstration states (teacher-forced; use held-out tasks' demonstrati
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from rla_envs.core.registry import FamilySpec, family_spec, tasks_family
+from rla_envs.core.task import Task
+from rla_train.agents import make_agent
+from rla_train.backends.base import SamplingParams
+from rla_train.rollout.episode import Episode
+
 __all__ = ["expert_demonstrations", "policy_demonstrations", "sft_warm_start", "choice_sft", "choice_accuracy"]
 
 
-def _train_tasks(split: str, n_tasks: int, n_per_type: int | None, task_seed: int):
-    """The generated tasks of ``split``: enough per type for ``n_tasks`` distinct tasks when possible."""
-    from rla_envs.alfworld.tasks import generated_tasks
+def _family_and_tasks(env: str | None, tasks: Sequence[Task] | None, split: str, n_tasks: int,
+                      task_seed: int) -> tuple[FamilySpec, list[Task]]:
+    """The family to play (it must have an expert) and its tasks: ``tasks`` as given, else generated ones of ``env``."""
+    if tasks is not None:
+        tasks = list(tasks)
+        if not tasks:
+            raise ValueError(f"no tasks to play for split {split!r}")
+        spec = tasks_family(tasks)
+        if env is not None and family_spec(env).name != spec.name:
+            raise ValueError(f"env={env!r} is of family {family_spec(env).name!r} but the tasks are {spec.name!r}")
+    elif env is None:
+        raise ValueError("expert demonstrations need the tasks to play, or env= (an env id or family name) whose "
+                         "family generates them")
+    else:
+        spec = family_spec(env)
+        if spec.generate_tasks is None:
+            raise ValueError(f"family {spec.name!r} generates no tasks (FamilySpec.generate_tasks); pass tasks=")
+        tasks = list(spec.hook("generate_tasks")(split, n_tasks, task_seed, progress=False))
+    if spec.expert_options is None:
+        raise ValueError(f"family {spec.name!r} has no expert to demonstrate (FamilySpec.expert_options is None)")
+    return spec, tasks
 
-    n_per_type = n_per_type or max(1, -(-n_tasks // 6))
-    return generated_tasks(split, n_per_type, task_seed, progress=False)
 
-
-def expert_demonstrations(split: str = "train", n_tasks: int = 30, seed: int = 0, *, agent=None,
-                          tasks: Sequence[Any] | None = None, n_per_type: int | None = None, task_seed: int = 0,
-                          max_steps: int = 50, only_won: bool = True, progress: bool = True):
-    """(prompt, completion) pairs from the searching hand-coded expert playing ``n_tasks`` ALFWorld episodes.
+def expert_demonstrations(split: str = "train", n_tasks: int = 30, seed: int = 0, *, env: str | None = None,
+                          agent=None, tasks: Sequence[Task] | None = None, task_seed: int = 0, max_steps: int = 50,
+                          only_won: bool = True, progress: bool = True):
+    """(prompt, completion) pairs from a family's expert playing ``n_tasks`` episodes.
 
     Args:
-        split: the generated task split to play (``"train"``; never a held-out split for training data).
+        split: the task split to play (``"train"``; never a held-out split for training data).
         n_tasks: episodes to play; tasks are taken in order and, past the end of the task set, replayed
-            with other seeds (the expert's search order is seeded, so replays differ).
+            with other seeds (ALFWorld's expert's search order is seeded, so replays differ).
         seed: base reset seed (episode ``k`` resets with ``seed + k``).
-        agent: the agent that builds the prompts (default ``TextGameAgent()``): pass the policy's own.
-        tasks: tasks to play instead of the generated ones.
-        n_per_type, task_seed: size and seed of the generated task set (default size: enough for ``n_tasks``).
+        env: an env id or family name: the family whose generated ``split`` tasks are played (default: the
+            family of ``tasks``).
+        agent: the agent that builds the prompts (default: the family's, ``make_agent``): pass the policy's own.
+        tasks: tasks to play instead of generated ones.
+        task_seed: the seed of the generated tasks (the family's ``generate_tasks`` hook, ``n_tasks`` of them).
         max_steps: the episode step limit.
         only_won: keep only episodes the expert won (default).
         progress: show a progress bar.
@@ -62,28 +86,22 @@ def expert_demonstrations(split: str = "train", n_tasks: int = 30, seed: int = 0
     import datasets
     from tqdm.auto import tqdm
 
-    from rla_envs.alfworld.env import AlfWorldEnv
-    from rla_train.agents.text_games import TextGameAgent
-    from rla_train.rollout.episode import Episode
-
     if type(n_tasks) is not int or n_tasks < 1:
         raise ValueError(f"n_tasks must be an int >= 1, got {n_tasks!r}")
-    agent = agent if agent is not None else TextGameAgent()
-    tasks = list(tasks) if tasks is not None else _train_tasks(split, n_tasks, n_per_type, task_seed)
-    if not tasks:
-        raise ValueError(f"no tasks to play for split {split!r}")
-    env = AlfWorldEnv(split, tasks=tasks, expert="handcoded", max_steps=max_steps)
+    spec, tasks = _family_and_tasks(env, tasks, split, n_tasks, task_seed)
+    agent = agent if agent is not None else make_agent(spec.name)
+    game = spec.expert_env(tasks, split=split, max_steps=max_steps)
     rows: list[dict[str, Any]] = []
     won_count = 0
     try:
         for k in tqdm(range(n_tasks), desc="expert demonstrations", unit="ep", disable=not progress, leave=False):
             task = tasks[k % len(tasks)]
-            episode_rows, won = _play_expert(env, agent, Episode(task_id=task.id, task=task, seed=seed + k), k)
+            episode_rows, won = _play_expert(game, agent, Episode(task_id=task.id, task=task, seed=seed + k), k)
             won_count += won
             if won or not only_won:
                 rows.extend(episode_rows)
     finally:
-        env.close()
+        game.close()
     if not rows:
         raise RuntimeError(f"the expert won none of the {n_tasks} episodes (max_steps={max_steps}): no demonstrations")
     dataset = datasets.Dataset.from_list(rows)
@@ -112,42 +130,35 @@ def _play_expert(env, agent, episode, index: int) -> tuple[list[dict[str, Any]],
     return rows, won
 
 
-def policy_demonstrations(backend, split: str = "train", n_tasks: int = 30, seed: int = 0, *, agent=None,
-                          tasks: Sequence[Any] | None = None, n_per_type: int | None = None, task_seed: int = 0,
-                          max_steps: int = 30, expert_mix: float = 0.0, progress: bool = True):
+def policy_demonstrations(backend, split: str = "train", n_tasks: int = 30, seed: int = 0, *, env: str | None = None,
+                          agent=None, tasks: Sequence[Task] | None = None, task_seed: int = 0, max_steps: int = 30,
+                          expert_mix: float = 0.0, progress: bool = True):
     """DAgger data: the states a policy reaches, each labelled with the searching expert's command there.
 
     The policy (a generation backend answering the agent's chats, e.g. a
     :class:`~rla_train.policies.ChoiceBackend` at temperature 1) plays ``n_tasks`` episodes, all in
-    lockstep (one batched call per step); at every state the hand-coded expert, which re-plans from
+    lockstep (one batched call per step); at every state the family's expert, which re-plans from
     whatever the agent did, says what it would do, and that becomes the completion. With ``expert_mix``
     > 0 the expert's own command is played instead of the policy's with that probability (DAgger's beta).
     Arguments and columns as in :func:`expert_demonstrations` (``won`` is the policy's outcome); states
     where the expert has no command are skipped.
     """
-    import random
-
     import datasets
-
-    from rla_envs.alfworld.env import AlfWorldEnv
-    from rla_train.agents.text_games import TextGameAgent
-    from rla_train.backends.base import SamplingParams
-    from rla_train.rollout.episode import Episode
 
     if type(n_tasks) is not int or n_tasks < 1:
         raise ValueError(f"n_tasks must be an int >= 1, got {n_tasks!r}")
     if not 0.0 <= expert_mix <= 1.0:
         raise ValueError(f"expert_mix must be in [0, 1], got {expert_mix!r}")
-    agent = agent if agent is not None else TextGameAgent()
-    tasks = list(tasks) if tasks is not None else _train_tasks(split, n_tasks, n_per_type, task_seed)
+    spec, tasks = _family_and_tasks(env, tasks, split, n_tasks, task_seed)
+    agent = agent if agent is not None else make_agent(spec.name)
     rng = random.Random(seed)
     envs, episodes, rows, done = [], [], [], []
     try:
         for k in range(n_tasks):
             task = tasks[k % len(tasks)]
-            env = AlfWorldEnv(split, tasks=tasks, expert="handcoded", max_steps=max_steps)
-            observation, info = env.reset(seed=seed + k, options={"task": task})
-            envs.append(env)
+            game = spec.expert_env(tasks, split=split, max_steps=max_steps)
+            observation, info = game.reset(seed=seed + k, options={"task": task})
+            envs.append(game)
             episodes.append(Episode(task_id=task.id, task=task, seed=seed + k, observations=[observation],
                                     infos=[dict(info)]))
             done.append(False)
@@ -173,8 +184,8 @@ def policy_demonstrations(backend, split: str = "train", n_tasks: int = 30, seed
                 episodes[k].infos.append(dict(info))
                 done[k] = terminated or truncated
     finally:
-        for env in envs:
-            env.close()
+        for game in envs:
+            game.close()
     won = {k: bool(e.infos[-1].get("won")) for k, e in enumerate(episodes)}
     rows.sort(key=lambda row: (row["episode"], row["step"]))  # episode by episode, as expert_demonstrations
     for row in rows:

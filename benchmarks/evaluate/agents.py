@@ -21,13 +21,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rla_envs.core.registry import families, family_spec
 from rla_train.agents.parsing import ParsedAction
 from rla_train.rollout.envs import EnvSpec
 
 __all__ = ["ReferenceAgent", "ExpertInfo", "ExpertInfoSpec", "echo_backend", "env_spec", "NO_EXPERT_ACTION"]
-
-RANDOM_FAMILIES = ("alfworld", "textworld")
-"""Families whose envs list admissible commands for the random agent to pick from."""
 
 NO_EXPERT_ACTION = "look"
 """What the expert row plays when its expert has no command (it gave up): a harmless command."""
@@ -38,15 +36,16 @@ class ReferenceAgent:
 
     Args:
         kind: ``"expert"`` or ``"random"``.
-        family: the env family (for the message when it cannot play).
+        family: the env family (the random agent needs a text game's admissible commands).
     """
 
     def __init__(self, kind: str, family: str = ""):
         if kind not in ("expert", "random"):
             raise ValueError(f"kind must be 'expert' or 'random', got {kind!r}")
-        if kind == "random" and family not in RANDOM_FAMILIES:
-            raise ValueError(f"the random agent picks among admissible commands, which only {RANDOM_FAMILIES} envs "
-                             f"list; the {family!r} env has none: leave --policy random out")
+        if kind == "random" and not (family and family_spec(family).text_game):
+            text_games = sorted(name for name, spec in families().items() if spec.text_game)
+            raise ValueError(f"the random agent picks among admissible commands, which only text-game families "
+                             f"({', '.join(text_games)}) list; the {family!r} env has none: leave --policy random out")
         self.kind, self.family = kind, family
 
     def prompt(self, episode) -> str:
@@ -61,7 +60,7 @@ class ReferenceAgent:
         admissible = list(info.get("admissible_actions") or ())
         if not admissible:
             raise ValueError(f"the random agent picks among info['admissible_actions'], which the {self.family!r} "
-                             "env does not provide; use it on ALFWorld or TextWorld")
+                             "env does not provide; use it on a text game (FamilySpec.text_game)")
         rng = np.random.default_rng((int(episode.seed or 0) % 2**63, len(episode.actions)))
         return admissible[int(rng.integers(len(admissible)))]
 
@@ -111,11 +110,13 @@ class ExpertInfoSpec(EnvSpec):
 def env_spec(env_id: str, kind: str, **options: Any) -> EnvSpec:
     """The env factory under which ``kind`` (``model``, ``expert`` or ``random``) plays ``env_id``.
 
-    The expert needs ``info["expert_action"]``: ALFWorld's searching hand-coded expert (``expert="handcoded"``),
-    else :class:`ExpertInfoSpec`. Models and the random agent play the plain env.
+    The expert needs ``info["expert_action"]``: the family's own expert where it has one (``FamilySpec.expert_options``,
+    e.g. ALFWorld's searching hand-coded expert), else :class:`ExpertInfoSpec`. Models and the random agent play the
+    plain env.
     """
-    if kind == "expert" and env_id == "rla/AlfWorld-v0":
-        return EnvSpec(env_id, **{"expert": "handcoded", **options})
+    expert_options = family_spec(env_id).expert_options
+    if kind == "expert" and expert_options is not None:
+        return EnvSpec(env_id, **{**expert_options, **options})
     if kind == "expert":
         return ExpertInfoSpec(env_id, **options)
     return EnvSpec(env_id, **options)

@@ -23,6 +23,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.evaluate.run import DEFAULT_SPLIT
+from rla_envs.core.registry import family_spec
+
 __all__ = ["build_parser", "main", "default_splits"]
 
 FROM_RUN = "default: the run's {}, else {}"
@@ -30,8 +33,8 @@ FROM_RUN = "default: the run's {}, else {}"
 
 
 def default_splits(env_id: str) -> list[str]:
-    """The splits evaluated when ``--split`` is not given."""
-    return {"rla/AlfWorld-v0": ["valid_seen", "valid_unseen"], "rla/Code-v0": ["bundled"]}.get(env_id, ["default"])
+    """The splits evaluated when ``--split`` is not given: the family's evaluation splits (``FamilySpec.splits``)."""
+    return list(family_spec(env_id).splits) or [DEFAULT_SPLIT]
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -120,7 +123,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.evaluate.table import comparison_table, format_markdown, write_table
     from rla_envs.core.errors import RlaError
     from rla_envs.core.files import atomic_write_json
-    from rla_train.agents import family_of
     from rla_train.config import parse_options
     from rla_train.config.preflight import check_env_options
 
@@ -150,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_env_options(env_id, settings.env_options, "--env-option")
         for source in sources:  # a reference agent that cannot play this env fails now, not mid-evaluation
             if source.kind != "model":
-                ReferenceAgent(source.kind, family_of(env_id))
+                ReferenceAgent(source.kind, family_spec(env_id).name)
         if args.reward_model not in (None, OWN_REWARD_MODEL):
             resolve_reward_model(args.reward_model)
     except (ValueError, OSError, RlaError) as error:

@@ -12,7 +12,7 @@ run's held-out evaluation plays it (:mod:`rla_train.builders`): episode ``k`` re
 a policy from a run acts with the run's agent, action mode and ``train.eval_temperature`` (others greedily; a
 ``choice`` policy then takes the argmax command), so ``--policy RUN`` reproduces the run's own final held-out
 numbers. With a reward model every step is judged ``m`` times and compared with the expert step labels
-(:mod:`rla_train.step_labels`). Greedy episodes are appended to ``out/episodes-<policy>-<split>.jsonl`` after
+(:mod:`rla_envs.core.labels`). Greedy episodes are appended to ``out/episodes-<policy>-<split>.jsonl`` after
 every engine batch, and a rerun plays only the rest; sampled ones play in one engine pass, as the trainer's
 evaluation does (its sampling stream runs across the whole pass), and are written when it ends. For code tasks
 ``samples=k`` adds ``k`` sampled programs per task for pass@k, and a reward model writes
@@ -32,15 +32,14 @@ from typing import Any
 
 import numpy as np
 
+from rla_envs.core.labels import has_step_labels, step_labels
+from rla_envs.core.registry import family_spec
 from rla_envs.core.task import Task
 from rla_train.metrics import outcome_accuracy, process_accuracy, success_summary
 from rla_train.rollout.records import append_records, read_records
 
-__all__ = ["EvalSettings", "SPLIT_OPTIONS", "OWN_REWARD_MODEL", "split_options", "task_list", "evaluate_policy",
+__all__ = ["EvalSettings", "DEFAULT_SPLIT", "OWN_REWARD_MODEL", "split_options", "task_list", "evaluate_policy",
            "heldout_plan_for", "run_defaults", "pass_at_k", "task_type"]
-
-SPLIT_OPTIONS = {"rla/AlfWorld-v0": "split", "rla/Code-v0": "source"}
-"""The env option a ``--split`` sets: ALFWorld's ``split``; Code's task ``source`` (bundled, humaneval, a JSONL)."""
 
 DEFAULT_SPLIT = "default"
 """The split name of envs without splits (TextWorld): their default task set."""
@@ -88,8 +87,9 @@ class EvalSettings:
 
 # ------------------------------------------------------------------------------------------- tasks
 def split_options(env_id: str, split: str) -> dict[str, Any]:
-    """The env options that select ``split`` (see :data:`SPLIT_OPTIONS`)."""
-    option = SPLIT_OPTIONS.get(env_id)
+    """The env options that select ``split``: the family's ``FamilySpec.split_option`` set to it (ALFWorld's
+    ``split``; Code's task ``source``: bundled, humaneval, a JSONL)."""
+    option = family_spec(env_id).split_option
     if option is None:
         if split != DEFAULT_SPLIT:
             raise ValueError(f"{env_id} has no splits; use --split {DEFAULT_SPLIT} (its default task set) or pass "
@@ -116,7 +116,7 @@ def run_defaults(sources: Sequence[Any]) -> dict[str, Any]:
             continue
         plan = heldout_plan(config)
         options = dict(plan.env.kwargs)
-        key = SPLIT_OPTIONS.get(config.env.id)
+        key = family_spec(config.env.id).split_option
         split = options.pop(key, _default_split(config.env.id)) if key else DEFAULT_SPLIT
         values = {"env_id": config.env.id, "split": split, "episodes": plan.episodes, "seed": plan.task_seed,
                   "env_options": options}
@@ -134,10 +134,8 @@ def _default_split(env_id: str) -> str:
 
     import gymnasium as gym
 
-    import rla_envs  # noqa: F401  (registers the env ids)
-
     creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)
-    return inspect.signature(creator).parameters[SPLIT_OPTIONS[env_id]].default
+    return inspect.signature(creator).parameters[family_spec(env_id).split_option].default
 
 
 def task_type(task: Task) -> str:
@@ -262,9 +260,7 @@ def _play_all(engine, tasks: Sequence[Task], path: Path, *, judge=None, desc: st
 
 def _labels(episode) -> list | None:
     """Expert step labels of an episode (None for families without them, or an episode that failed)."""
-    from rla_train.step_labels import SUPPORTED_FAMILIES, step_labels
-
-    if episode.error is not None or episode.task is None or episode.task.family not in SUPPORTED_FAMILIES:
+    if episode.error is not None or episode.task is None or not has_step_labels(episode.task.family):
         return None
     return step_labels(episode.task, [str(a) for a in episode.actions])
 
@@ -303,11 +299,11 @@ def _summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def _policy(source, settings: EvalSettings):
     """(agent, backend, action mode) for a resolved policy (a run's as :mod:`rla_train.builders` builds them)."""
     from benchmarks.evaluate.agents import ReferenceAgent, echo_backend
-    from rla_train.agents import family_of, make_agent
+    from rla_train.agents import make_agent
     from rla_train.builders import policy_backend, policy_dtype
 
     if source.kind != "model":
-        return ReferenceAgent(source.kind, family_of(settings.env_id)), echo_backend(), source.kind
+        return ReferenceAgent(source.kind, family_spec(settings.env_id).name), echo_backend(), source.kind
     mode = settings.action_mode or source.action_mode or "text"
     options = {**source.agent_options, **settings.agent_options}
     if mode == "index":
@@ -436,7 +432,6 @@ def _test_writer(settings: EvalSettings, spec: tuple[str, str]):
 # ------------------------------------------------------------------------------------------- evaluate
 def evaluate_policy(source, tasks: Sequence[Task], settings: EvalSettings, *, split: str, out: Path) -> dict[str, Any]:
     """Evaluate one policy on one split's tasks (resuming from ``out``); returns the result dict."""
-    from rla_train.agents import family_of
     from rla_train.backends.base import SamplingParams
     from rla_train.builders import heldout_engine
 
@@ -445,7 +440,7 @@ def evaluate_policy(source, tasks: Sequence[Task], settings: EvalSettings, *, sp
     agent, backend, mode = _policy(source, settings)
     plan = heldout_plan_for(source, settings, split)
     rm_spec = _reward_model_spec(settings, source)
-    code = family_of(settings.env_id) == "code"
+    code = family_spec(settings.env_id).agent == "code"
     judge = None if code else _judge(settings, rm_spec)  # code: the reward model writes unit tests instead
     stem = f"{source.name}-{_file_part(split)}"
     with heldout_engine(plan, agent, backend, progress=settings.progress) as engine:

@@ -147,7 +147,7 @@ class SweepPolicy:
 
 def _measure(env, task: Task, rollouts: int, seed: int, epsilon: float, *, offset: int = 0):
     """``(successes, failed trajectories)`` of ``rollouts`` episodes; episode i uses seed ``[seed, offset + i]``."""
-    from rla_envs.curriculum.adapt import play_episode
+    from rla_envs.core.trajectory import play_episode
 
     successes, failures = 0, []
     for index in range(rollouts):

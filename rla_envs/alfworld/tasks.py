@@ -32,7 +32,8 @@ __all__ = [
     "FAMILY", "DEFAULT_N_PER_TYPE", "GENERATOR_VERSION", "GOAL_FORBIDDEN_CHARACTERS", "SPEC_FIELDS", "check_spec",
     "domain_and_grammar",
     "grammar_with_goal",
-    "task_from_game", "game_from_task", "scene_from_task", "game_from_scene", "generated_tasks", "dataset_tasks",
+    "task_from_game", "game_from_task", "scene_from_task", "game_from_scene", "generated_tasks",
+    "generated_task_sample", "dataset_tasks",
 ]
 
 #: Games per task type in a default generated split: 6 x 5 = 30 games, about a minute with 2 workers.
@@ -232,6 +233,22 @@ def generated_tasks(split: str = "train", n_per_type: int = DEFAULT_N_PER_TYPE, 
             tasks.append(task_from_game(games[job], origin="generated", meta=meta))
     atomic_write_json(index, [t.to_dict() for t in tasks])
     return tasks
+
+
+def generated_task_sample(split: str, n: int, seed: int = 0, *, progress: bool = False,
+                          task_types: Collection[str] | None = None, **_env_options: Any) -> list[Task]:
+    """At least ``n`` generated tasks of ``split``, spread over the task types (the family's ``generate_tasks`` hook).
+
+    ``ceil(n / types)`` games of each of ``task_types`` (default: all six), in :func:`generated_tasks`' order
+    (type by type). The other env options a run passes (``max_steps``, ...) do not select tasks.
+    """
+    from rla_envs.alfworld.scene import TASK_TYPES
+
+    if type(n) is not int or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    types = len(TASK_TYPES) if task_types is None else 1 if isinstance(task_types, str) else len(set(task_types))
+    options = {} if task_types is None else {"task_types": task_types}
+    return generated_tasks(split, max(1, -(-n // max(1, types))), seed, progress=progress, **options)
 
 
 def _finished_game(folder: Path, job: tuple[str, str, int]) -> dict | None:

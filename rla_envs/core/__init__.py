@@ -1,4 +1,4 @@
-"""Shared core of every rla env family: Task, errors, text spaces, the TaskEnv base and family hooks."""
+"""Shared core of every rla env family: Task, Trajectory, errors, text spaces, TaskEnv, family hooks, registry."""
 
 from rla_envs.core.env import TaskEnv, Transition
 from rla_envs.core.errors import (
@@ -16,9 +16,10 @@ from rla_envs.core.errors import (
 from rla_envs.core.family import TaskFamily, get_family
 from rla_envs.core.spaces import PrintableText
 from rla_envs.core.task import Task
+from rla_envs.core.trajectory import Trajectory, play_episode
 
 __all__ = [
-    "Task", "TaskEnv", "Transition", "PrintableText", "TaskFamily", "get_family",
+    "Task", "Trajectory", "play_episode", "TaskEnv", "Transition", "PrintableText", "TaskFamily", "get_family",
     "RlaError", "TaskError", "TaskNotFound", "InvalidTask", "RewriteRejected", "TaskGenerationError",
     "ResetNeeded", "InvalidFile", "DataNotFound", "MissingDependency",
 ]

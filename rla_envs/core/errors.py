@@ -9,6 +9,7 @@ can catch either::
     │   ├── InvalidTask             (ValueError)        a task that cannot be built or played
     │   │   └── RewriteRejected                         a rewrite/mutation proposal that was refused
     │   └── TaskGenerationError     (RuntimeError)      a generator that could not produce a task
+    ├── UnknownFamily               (KeyError)          a family name or env id that no registered family has
     ├── ResetNeeded                 (RuntimeError)      step() before reset(), after a failed reset() or after the end
     ├── InvalidFile                 (ValueError)        a saved file (a TaskPool, ...) whose content cannot be read back
     ├── DataNotFound                (FileNotFoundError) a data set the user pointed at is missing
@@ -27,6 +28,7 @@ __all__ = [
     "InvalidTask",
     "RewriteRejected",
     "TaskGenerationError",
+    "UnknownFamily",
     "ResetNeeded",
     "InvalidFile",
     "DataNotFound",
@@ -60,6 +62,13 @@ class RewriteRejected(InvalidTask):
 
 class TaskGenerationError(TaskError, RuntimeError):
     """A task generator that could not produce a valid task."""
+
+
+class UnknownFamily(RlaError, KeyError):
+    """A family name or env id that no registered family has (see :func:`rla_envs.core.registry.family_spec`)."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
 
 
 class ResetNeeded(RlaError, RuntimeError):

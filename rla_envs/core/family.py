@@ -1,28 +1,19 @@
-"""Family hooks: what the curriculum may ask of any env family, and where each family lives."""
+"""Family hooks: what the curriculum may ask of any env family (each family names its class in its FamilySpec)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from rla_envs.core.errors import did_you_mean
+from rla_envs.core.registry import family_spec
 from rla_envs.core.task import Task
 
-__all__ = ["TaskFamily", "Direction", "DIRECTIONS", "FAMILY_ENTRY_POINTS", "get_family"]
+__all__ = ["TaskFamily", "Direction", "DIRECTIONS", "get_family"]
 
 Direction = Literal["harder", "easier"]
 DIRECTIONS: tuple[str, ...] = ("harder", "easier")
-
-# String entry points, so that asking for one family imports only that family.
-FAMILY_ENTRY_POINTS: dict[str, str] = {
-    "alfworld": "rla_envs.alfworld.family:AlfWorldFamily",
-    "textworld": "rla_envs.textworld.family:TextWorldFamily",
-    "code": "rla_envs.code.family:CodeFamily",
-    "desktop": "rla_envs.desktop.family:DesktopFamily",
-}
 
 
 @runtime_checkable
@@ -51,11 +42,9 @@ class TaskFamily(Protocol):
 
 
 def get_family(name: str) -> TaskFamily:
-    """The hooks object of family ``name`` (imported on first use)."""
-    try:
-        entry_point = FAMILY_ENTRY_POINTS[name]
-    except KeyError:
-        hint = did_you_mean(name, FAMILY_ENTRY_POINTS)
-        raise KeyError(f"unknown task family {name!r}; known: {sorted(FAMILY_ENTRY_POINTS)}.{hint}") from None
-    module_name, _, attr = entry_point.partition(":")
-    return getattr(importlib.import_module(module_name), attr)()
+    """The hooks object of family ``name`` (its ``FamilySpec.task_family``, imported on first use).
+
+    Raises UnknownFamily (a KeyError) with a did-you-mean hint for an unknown name, NotImplementedError for a
+    family registered without curriculum hooks.
+    """
+    return family_spec(name).hook("task_family")()

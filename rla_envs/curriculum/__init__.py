@@ -21,7 +21,7 @@ from rla_envs.curriculum.stats import TaskStats
 
 # adaptation loop, rewriters, diagnosers and the AdaptiveTaskPool wrapper (numpy/gymnasium only at import)
 from rla_envs.curriculum.adapt import AdaptReport, EnvMeasure, adapt
-from rla_envs.curriculum.diagnosers import RuleDiagnoser, Trajectory
+from rla_envs.curriculum.diagnosers import RuleDiagnoser
 from rla_envs.curriculum.plots import metrics, plot
 from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter, Proposal
 from rla_envs.curriculum.wrapper import AdaptiveTaskPool, TaskFeeder
@@ -29,6 +29,6 @@ from rla_envs.curriculum.wrapper import AdaptiveTaskPool, TaskFeeder
 __all__ = [
     "TaskPool", "PoolConfig", "Slot", "HistoryEntry", "TaskStats",
     "AcceptanceDecision", "accept_rewrite", "rewrite_direction", "rlanything_direction", "rlanything_accepts",
-    "adapt", "AdaptReport", "EnvMeasure", "RuleDiagnoser", "Trajectory", "metrics", "plot",
+    "adapt", "AdaptReport", "EnvMeasure", "RuleDiagnoser", "metrics", "plot",
     "LLMRewriter", "MutatorRewriter", "Proposal", "AdaptiveTaskPool", "TaskFeeder",
 ]

@@ -33,11 +33,12 @@ import numpy as np
 from rla_envs.core.errors import InvalidTask
 from rla_envs.core.family import TaskFamily, get_family
 from rla_envs.core.task import Task
+from rla_envs.core.trajectory import Trajectory, play_episode
 from rla_envs.curriculum.acceptance import accept_rewrite, rlanything_accepts
-from rla_envs.curriculum.diagnosers import Diagnoser, Trajectory
+from rla_envs.curriculum.diagnosers import Diagnoser
 from rla_envs.curriculum.rewriters import Proposal, Rewriter
 
-__all__ = ["adapt", "AdaptReport", "AdaptAttempt", "Measure", "EnvMeasure", "play_episode", "VERIFIER_KEYS",
+__all__ = ["adapt", "AdaptReport", "AdaptAttempt", "Measure", "EnvMeasure", "VERIFIER_KEYS",
            "verifier_change"]
 
 #: ``spec`` keys that hold how success is checked; a rewrite must leave them as they are.
@@ -262,25 +263,6 @@ def _attempt(root_id: str, parent: Task, direction: str, proposal: Proposal) -> 
                         source=proposal.source, child_id=proposal.task.id if proposal.ok else None,
                         stage="structure" if proposal.ok else "rewrite", accepted=False,
                         reason=proposal.reason or "")
-
-
-# ------------------------------------------------------------------------------------------ env helper
-
-def play_episode(env, policy: Callable[[Any, dict], Any], task: Task | None = None, *,
-                 seed: int | None = None) -> Trajectory:
-    """Play one episode of ``task`` (or the env's own draw) with ``policy(observation, info) -> action``."""
-    observation, info = env.reset(seed=seed, options={"task": task} if task is not None else None)
-    trajectory = Trajectory(task_id=str(info.get("task_id", task.id if task else "")),
-                            observations=[observation], infos=[dict(info)])
-    while True:
-        action = policy(observation, info)
-        observation, _, terminated, truncated, info = env.step(action)
-        trajectory.actions.append(action)
-        trajectory.observations.append(observation)
-        trajectory.infos.append(dict(info))
-        if terminated or truncated:
-            trajectory.won, trajectory.truncated = bool(info.get("won")), bool(truncated and not terminated)
-            return trajectory
 
 
 class EnvMeasure:

@@ -1,7 +1,6 @@
 """Failure diagnosis: failed trajectories in, short failure summaries out (fed to an LLM rewriter).
 
-A :class:`Trajectory` is plain data (observations, actions and infos per step, plus optional step
-judgments from a reward model). A diagnoser is anything with
+A diagnoser is anything with
 ``diagnose(task, trajectories) -> list[str]``; :class:`RuleDiagnoser` needs no model::
 
     >>> RuleDiagnoser().diagnose(task, failed_runs)
@@ -14,55 +13,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from rla_envs.core.files import jsonable
 from rla_envs.core.task import Task
+from rla_envs.core.trajectory import Trajectory
 
-__all__ = ["Trajectory", "Diagnoser", "RuleDiagnoser", "target_object"]
-
-
-@dataclass
-class Trajectory:
-    """One played episode, as plain data.
-
-    Attributes:
-        task_id: the id of the task played.
-        observations: the reset observation followed by one observation per step (``len(actions) + 1``).
-        actions: the actions taken, one per step.
-        infos: the reset info followed by one info per step (``len(actions) + 1``), as the env returned them.
-        won: whether the episode ended with ``info["won"]``.
-        truncated: whether it ended by running out of steps.
-        judgments: optional per-step reward-model judgments (``judgments[i]`` lists the votes on step ``i``,
-            each +1 / -1 / 0 for unparseable).
-    """
-
-    task_id: str
-    observations: list[str] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
-    infos: list[dict[str, Any]] = field(default_factory=list)
-    won: bool = False
-    truncated: bool = False
-    judgments: list[list[int]] | None = None
-
-    @property
-    def num_steps(self) -> int:
-        """How many actions were taken."""
-        return len(self.actions)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The trajectory as a JSON-ready dict (infos reduced to JSON-able values)."""
-        return {"task_id": self.task_id, "observations": list(self.observations), "actions": list(self.actions),
-                "infos": [jsonable(i) for i in self.infos], "won": self.won, "truncated": self.truncated,
-                "judgments": self.judgments}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Trajectory":
-        """The inverse of :meth:`to_dict` (infos come back as the JSON-able dicts that were written)."""
-        return cls(task_id=data["task_id"], observations=list(data["observations"]), actions=list(data["actions"]),
-                   infos=list(data["infos"]), won=bool(data["won"]), truncated=bool(data["truncated"]),
-                   judgments=data.get("judgments"))
+__all__ = ["Diagnoser", "RuleDiagnoser", "target_object"]
 
 
 @runtime_checkable

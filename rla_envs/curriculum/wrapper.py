@@ -37,7 +37,8 @@ import gymnasium as gym
 
 from rla_envs.core.task import Task
 from rla_envs.curriculum.adapt import AdaptReport, EnvMeasure, Measure, adapt
-from rla_envs.curriculum.diagnosers import Diagnoser, RuleDiagnoser, Trajectory
+from rla_envs.core.trajectory import Trajectory
+from rla_envs.curriculum.diagnosers import Diagnoser, RuleDiagnoser
 from rla_envs.curriculum.rewriters import MutatorRewriter, Rewriter
 
 __all__ = ["AdaptiveTaskPool", "TaskFeeder"]

@@ -1,4 +1,4 @@
-"""Agents: prompt builders and action parsers per env family.
+"""Agents: prompt builders and action parsers, one per agent kind; each family names its kind in its FamilySpec.
 
     agent = make_agent("rla/AlfWorld-v0")            # or a family name: "alfworld", "code", ...
     chat = agent.prompt(episode)                      # the chat the policy answers
@@ -9,36 +9,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from rla_envs.core.errors import did_you_mean
+from rla_envs.core.registry import family_spec
 from rla_train.agents.base import ChatAgent
 from rla_train.agents.code import CodeAgent
 from rla_train.agents.desktop import DesktopAgent
 from rla_train.agents.parsing import ParsedAction
 from rla_train.agents.text_games import TextGameAgent
 
-__all__ = ["ChatAgent", "TextGameAgent", "CodeAgent", "DesktopAgent", "ParsedAction", "AGENTS", "ENV_FAMILIES",
-           "make_agent", "family_of"]
+__all__ = ["ChatAgent", "TextGameAgent", "CodeAgent", "DesktopAgent", "ParsedAction", "AGENTS", "agent_kind",
+           "make_agent"]
 
-AGENTS: dict[str, type[ChatAgent]] = {"alfworld": TextGameAgent, "textworld": TextGameAgent, "code": CodeAgent,
-                                      "desktop": DesktopAgent}
-"""The agent class for each env family."""
-
-ENV_FAMILIES = {"rla/AlfWorld-v0": "alfworld", "rla/TextWorld-v0": "textworld", "rla/Code-v0": "code",
-                "rla/OSWorld-v0": "desktop"}
-"""The family of each registered env id."""
+AGENTS: dict[str, type[ChatAgent]] = {cls.kind: cls for cls in (TextGameAgent, CodeAgent, DesktopAgent)}
+"""The agent class of each agent kind (``"text_game"``, ``"code"``, ``"desktop"``)."""
 
 
-def family_of(env_or_family: str) -> str:
-    """The family name for an env id (``"rla/AlfWorld-v0"`` -> ``"alfworld"``) or a family name."""
-    if env_or_family in AGENTS:
-        return env_or_family
-    if env_or_family in ENV_FAMILIES:
-        return ENV_FAMILIES[env_or_family]
-    hint = did_you_mean(env_or_family, [*ENV_FAMILIES, *AGENTS])
-    raise ValueError(f"no agent for {env_or_family!r}: expected an env id {sorted(ENV_FAMILIES)} or a family "
-                     f"{sorted(AGENTS)}.{hint}")
+def agent_kind(env_or_family: str) -> str:
+    """The agent kind that plays an env id or family (its ``FamilySpec.agent``), checked against :data:`AGENTS`.
+
+    Raises UnknownFamily (a KeyError, with a did-you-mean hint) for an unregistered name, ValueError for a
+    family whose agent kind has no agent class here.
+    """
+    spec = family_spec(env_or_family)
+    if spec.agent not in AGENTS:
+        raise ValueError(f"family {spec.name!r} is played by agent kind {spec.agent!r}, which rla_train has no agent "
+                         f"for; kinds: {sorted(AGENTS)} (or build your ChatAgent subclass yourself)")
+    return spec.agent
 
 
 def make_agent(env_or_family: str, **options: Any) -> ChatAgent:
     """The agent for an env id or family, built with ``options`` (e.g. ``action_format="index"``)."""
-    return AGENTS[family_of(env_or_family)](**options)
+    return AGENTS[agent_kind(env_or_family)](**options)

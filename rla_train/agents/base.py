@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rla_envs.curriculum.diagnosers import Trajectory
+from rla_envs.core.trajectory import Trajectory
 from rla_train.agents.parsing import ParsedAction
 
 __all__ = ["ChatAgent"]
@@ -32,7 +32,8 @@ class ChatAgent:
         history_window: how many past steps the prompt shows (None = all).
     """
 
-    family: ClassVar[str] = ""
+    kind: ClassVar[str] = ""
+    """The agent kind a family names in its ``FamilySpec.agent`` to be played by this class."""
     default_system_prompt: ClassVar[str] = ""
     default_history_window: ClassVar[int | None] = None
 

@@ -18,7 +18,7 @@ class CodeAgent(ChatAgent):
     """Writes programs: the first turn is the problem (statement, signature, examples); in multi-turn mode
     each further user turn is the env's verdict on the last submission (public tests only)."""
 
-    family = "code"
+    kind = "code"
     default_system_prompt = _SYSTEM
     default_history_window = None
 

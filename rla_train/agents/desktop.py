@@ -25,7 +25,7 @@ class DesktopAgent(ChatAgent):
         system_prompt, history_window: see :class:`~rla_train.agents.base.ChatAgent` (default window: 3 steps).
     """
 
-    family = "desktop"
+    kind = "desktop"
     default_system_prompt = _SYSTEM
     default_history_window = 3
 

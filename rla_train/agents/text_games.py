@@ -53,7 +53,7 @@ class TextGameAgent(ChatAgent):
         system_prompt, history_window: see :class:`~rla_train.agents.base.ChatAgent` (default window: 10 steps).
     """
 
-    family = "alfworld"
+    kind = "text_game"
     default_system_prompt = _SYSTEM
     default_history_window = 10
 

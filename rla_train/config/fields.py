@@ -46,7 +46,6 @@ TINY = "tiny"
 BACKENDS = ("transformers", "vllm", "openai")
 TRAINABLE_BACKENDS = ("transformers",)
 """The backends a trained policy can generate with (rollouts must come from the live weights)."""
-TEXT_FAMILIES = ("alfworld", "textworld")
 
 
 def _f(default: Any, help: str, *, choices: Sequence[str] | None = None, alias: str | None = None,

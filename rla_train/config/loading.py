@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from rla_envs.core.errors import did_you_mean
-from rla_train.config.fields import (CONFIG_FILENAME, MODES, SAME_AS_POLICY, TEXT_FAMILIES, TINY, ConfigError, Mode,
-                                     _type_name)
+from rla_envs.core.registry import FamilySpec, families, family_spec
+from rla_train.agents import agent_kind
+from rla_train.config.fields import CONFIG_FILENAME, MODES, SAME_AS_POLICY, TINY, ConfigError, Mode, _type_name
 from rla_train.config.sections import (RETIRED_KEYS, SECTIONS, EnvConfig, OptimizerConfig, OutputConfig, PolicyConfig,
                                        PoolSettings, RewardModelConfig, RolloutConfig, RunConfig, ScaleConfig)
 
@@ -101,24 +102,33 @@ class TrainConfig:
         return self.optimizer.overridden(getattr(self, role).optimizer, f"{role}.optimizer")
 
     @property
-    def family(self) -> str:
-        """The env family (``"alfworld"``, ``"textworld"``, ``"code"``, ``"desktop"``) of ``env.id``."""
-        from rla_train.agents import ENV_FAMILIES
+    def family_spec(self) -> FamilySpec:
+        """The registered family of ``env.id`` (:class:`~rla_envs.core.registry.FamilySpec`: what it offers)."""
+        env_ids = [env_id for spec in families().values() for env_id in spec.env_ids]
+        try:
+            agent_kind(self.env.id)
+        except (KeyError, ValueError) as error:
+            raise ConfigError(f"env.id must be the env id of a registered family the co-trainer has an agent for, one "
+                              f"of {sorted(env_ids)}, got {self.env.id!r}.{did_you_mean(self.env.id, env_ids)}"
+                              + ("" if isinstance(error, KeyError) else f" ({error})")) from None
+        return family_spec(self.env.id)
 
-        if self.env.id not in ENV_FAMILIES:
-            raise ConfigError(f"env.id must be an env the co-trainer has an agent for, one of {sorted(ENV_FAMILIES)}, "
-                              f"got {self.env.id!r}.{did_you_mean(self.env.id, ENV_FAMILIES)}")
-        return ENV_FAMILIES[self.env.id]
+    @property
+    def family(self) -> str:
+        """The env family's name (``"alfworld"``, ``"textworld"``, ``"code"``, ``"desktop"``, ...) of ``env.id``."""
+        return self.family_spec.name
 
     def check(self) -> None:
         """Cross-section rules; each error names the fields and the fix."""
-        mode, family, policy, rm, pool = self.mode, self.family, self.policy, self.reward_model, self.pool
-        name = self.train.mode
+        mode, spec, policy, rm, pool = self.mode, self.family_spec, self.policy, self.reward_model, self.pool
+        name, family = self.train.mode, spec.name
         for role in ("policy", "reward_model"):
             self.optimizer_for(role)  # an override that is not an optimizer field, or out of range, fails here
-        if mode.reward_model and rm.kind == "noisy_oracle" and family not in ("alfworld", "textworld"):
-            raise ConfigError(f"reward_model.kind=noisy_oracle votes the expert's step labels, which exist for alfworld "
-                              f"and textworld (rla_train.step_labels), not {family}; use reward_model.kind=model")
+        with_labels = sorted(f.name for f in families().values() if f.step_labels is not None)
+        if mode.reward_model and rm.kind == "noisy_oracle" and spec.step_labels is None:
+            raise ConfigError(f"reward_model.kind=noisy_oracle votes the expert's step labels, which exist for the "
+                              f"families with a step-label oracle ({', '.join(with_labels)}), not {family}; use "
+                              "reward_model.kind=model")
         if mode.reward_model and rm.kind == "model" and rm.model is None:
             raise ConfigError(f"train.mode={name} needs a reward model, but reward_model.model is null; set it to a "
                               f"model path, '{SAME_AS_POLICY}' or '{TINY}', or use train.mode=outcome_only")
@@ -134,10 +144,10 @@ class TrainConfig:
             if backend == "openai" and not url:
                 key = "base_url" if section == "reward_model" else "rewriter_base_url"
                 raise ConfigError(f"{section}: backend openai needs {section}.{key} (e.g. http://localhost:8000/v1)")
-        if policy.action_mode != "text" and family not in TEXT_FAMILIES:
+        if policy.action_mode != "text" and not spec.text_game:
             raise ConfigError(f"policy.action_mode={policy.action_mode} needs a list of admissible actions, which "
                               f"{self.env.id} does not give; use policy.action_mode=text")
-        if policy.show_admissible == "none" and policy.action_mode != "choice" and family in TEXT_FAMILIES:
+        if policy.show_admissible == "none" and policy.action_mode != "choice" and spec.text_game:
             raise ConfigError(f"policy.show_admissible=none hides the commands from a policy that must write or number "
                               f"one (action_mode={policy.action_mode}); use it with action_mode=choice")
         if policy.action_mode == "choice" and policy.backend != "transformers":
@@ -157,17 +167,24 @@ class TrainConfig:
             if pool.rewriter_model == "same-as-reward-model" and (rm.model is None or rm.kind == "noisy_oracle"):
                 raise ConfigError("pool.rewriter_model=same-as-reward-model but the reward model has no weights "
                                   "(reward_model.model is null or kind is noisy_oracle); name a rewriter model")
+        if self.train.warm_start_sft_steps and spec.expert_options is None:
+            raise ConfigError(f"train.warm_start_sft_steps={self.train.warm_start_sft_steps} imitates the env's "
+                              f"expert, which family {family} does not offer (FamilySpec.expert_options); set "
+                              "train.warm_start_sft_steps=0")
+        labelled_episodes = spec.step_labels is not None and spec.expert_options is not None
         if rm.warm_start_steps and mode.reward_model and rm.kind == "model":
-            if rm.verdict_mode != "choice" or family != "alfworld":
-                raise ConfigError(f"reward_model.warm_start_steps={rm.warm_start_steps} trains a choice judge on ALFWorld "
-                                  f"step labels; it needs reward_model.verdict_mode=choice and env.id=rla/AlfWorld-v0 "
+            if rm.verdict_mode != "choice" or not labelled_episodes:
+                raise ConfigError(f"reward_model.warm_start_steps={rm.warm_start_steps} trains a choice judge on the "
+                                  f"step labels of expert episodes; it needs reward_model.verdict_mode=choice and an env "
+                                  f"whose family has an expert and a step-label oracle, e.g. env.id=rla/AlfWorld-v0 "
                                   f"(got {rm.verdict_mode}, {self.env.id}); set reward_model.warm_start_steps=0")
             if not rm.warm_start_episodes:
                 raise ConfigError("reward_model.warm_start_steps needs reward_model.warm_start_episodes >= 1 (the "
                                   "episodes whose labelled steps it trains on)")
-        if rm.probe_episodes and mode.reward_model and family != "alfworld":
-            raise ConfigError(f"reward_model.probe_episodes labels steps with the ALFWorld planner; {self.env.id} has "
-                              "no such probe yet: set reward_model.probe_episodes=0")
+        if rm.probe_episodes and mode.reward_model and not (labelled_episodes and spec.generate_tasks and spec.splits):
+            raise ConfigError(f"reward_model.probe_episodes labels expert episodes on generated held-out tasks with the "
+                              f"family's step-label oracle; family {family} ({self.env.id}) lacks an expert, a step-label "
+                              "oracle, a task generator or splits: set reward_model.probe_episodes=0")
 
     def check_hardware(self) -> None:
         """Checks of this machine: vLLM importable with a CUDA GPU when a backend is vllm; named files exist."""

@@ -18,7 +18,7 @@ class EnvConfig(_Section):
     """Which environment the policy plays, and where its training and held-out tasks come from."""
 
     section: ClassVar[str] = "env"
-    id: str = _f("rla/AlfWorld-v0", "registered env id: rla/AlfWorld-v0, rla/TextWorld-v0, rla/Code-v0, rla/OSWorld-v0")
+    id: str = _f("rla/AlfWorld-v0", "env id of a registered family, e.g. rla/TextWorld-v0 (rla_envs.families() lists them)")
     options: dict[str, Any] = _f({"task_types": ["pick_and_place_simple"]}, "keyword arguments for gym.make shared by training and evaluation envs "
                                      "(e.g. {n_per_type: 20, task_types: [pick, clean]} for AlfWorld)")
     train_options: dict[str, Any] = _f({"split": "train", "n_per_type": 128}, "keyword arguments for the training envs, over "

@@ -16,7 +16,7 @@ from rla_train.reward_model.diagnoser import RewardModelDiagnoser
 from rla_train.reward_model.judge import DEFAULT_JUDGE_SAMPLING, JudgeReport, RewardModel, resolve_tasks
 from rla_train.reward_model.oracle import NoisyOracleJudge
 from rla_train.reward_model.parsing import UNPARSEABLE, judgment_reason, parse_verdict
-from rla_train.reward_model.prompts import DEFAULT_MAX_CHARS, DEFAULT_MAX_HISTORY, FAMILIES, judge_chat
+from rla_train.reward_model.prompts import DEFAULT_MAX_CHARS, DEFAULT_MAX_HISTORY, PROMPT_KINDS, judge_chat
 from rla_train.reward_model.unit_tests import (
     DEFAULT_TEST_SAMPLING, GeneratedTest, UnitTestWriter, parse_tests, program_correct, run_tests, unit_test_chat,
 )
@@ -27,7 +27,7 @@ __all__ = [
     "RewardModelDiagnoser",
     "VerdictChoiceBackend", "VerdictGeneration", "VERDICTS", "NoisyOracleJudge",
     "parse_verdict", "judgment_reason", "UNPARSEABLE",
-    "judge_chat", "FAMILIES", "DEFAULT_MAX_HISTORY", "DEFAULT_MAX_CHARS",
+    "judge_chat", "PROMPT_KINDS", "DEFAULT_MAX_HISTORY", "DEFAULT_MAX_CHARS",
     "UnitTestWriter", "GeneratedTest", "parse_tests", "unit_test_chat", "run_tests", "program_correct",
     "DEFAULT_TEST_SAMPLING",
 ]

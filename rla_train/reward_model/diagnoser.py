@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rla_envs.core.task import Task
-from rla_envs.curriculum.diagnosers import Trajectory
+from rla_envs.core.trajectory import Trajectory
 from rla_train.reward_model.parsing import judgment_reason
 
 __all__ = ["RewardModelDiagnoser"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rla_envs.core.task import Task
-from rla_envs.curriculum.diagnosers import Trajectory
+from rla_envs.core.trajectory import Trajectory
 from rla_train.backends.base import Chat, Generation, SamplingParams
 from rla_train.reward_model.parsing import UNPARSEABLE, parse_verdict
 from rla_train.reward_model.prompts import DEFAULT_MAX_CHARS, DEFAULT_MAX_HISTORY, PROMPT_STYLES, judge_chat

@@ -1,10 +1,10 @@
 """Labelled judge data: steps of played episodes, each with the step-label oracle's verdict, as judge prompts.
 
-The reward model learns to judge steps from the privileged planner's labels (:mod:`rla_train.step_labels`:
-a step is good when it does not move the agent away from the goal). Those labels need steps of both
+The reward model learns to judge steps from the family's step-label oracle (:mod:`rla_envs.core.labels`;
+ALFWorld's is a privileged planner: a step is good when it does not move the agent away from the goal). Those labels need steps of both
 kinds, and the searching expert almost never takes a bad step, so episodes come from two players:
 
-* the expert (``epsilon=0``), and
+* the family's expert (``epsilon=0``; ``FamilySpec.expert_options``), and
 * a "policy": an **epsilon-expert** (each step, with probability ``epsilon`` a seeded random admissible
   action, else the expert's; ``epsilon=1`` is a random-admissible player), or a real policy (a
   generation backend + agent, as in :func:`rla_train.warmstart.policy_demonstrations`: the training run
@@ -29,8 +29,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rla_envs.core.labels import step_labels
+from rla_envs.core.registry import tasks_family
 from rla_envs.core.task import Task
-from rla_envs.curriculum.diagnosers import Trajectory
+from rla_envs.core.trajectory import Trajectory
+from rla_train.agents import make_agent
+from rla_train.backends.base import SamplingParams
+from rla_train.reward_model.judge import resolve_tasks
+from rla_train.reward_model.prompts import DEFAULT_MAX_CHARS, DEFAULT_MAX_HISTORY, judge_chat
+from rla_train.reward_model.verdicts import VERDICTS
+from rla_train.rollout.episode import Episode
 
 __all__ = ["LabelledStep", "play_episodes", "label_steps", "balance_steps", "class_counts", "judge_dataset",
            "warm_start_data"]
@@ -62,10 +70,10 @@ def _source(epsilon: float) -> str:
 def play_episodes(tasks: Sequence[Task], *, epsilons: Sequence[float] = (0.0, 0.5, 1.0),
                   episodes_per_task: int = 3, seed: int = 0, max_steps: int = 30, split: str = "train",
                   policy=None, agent=None) -> list[Trajectory]:
-    """Play ``episodes_per_task`` ALFWorld episodes on each task; each trajectory's ``source`` says who played.
+    """Play ``episodes_per_task`` episodes on each task; each trajectory's ``source`` says who played.
 
     Args:
-        tasks: ALFWorld tasks (e.g. ``generated_tasks("train", ...)``).
+        tasks: tasks of one family with an expert (``FamilySpec.expert_options``; e.g. ALFWorld's generated tasks).
         epsilons: episode ``k`` (counting over all tasks) is played by the epsilon-expert with
             ``epsilons[k % len(epsilons)]`` (0 = the searching expert, 1 = random admissible actions; the
             expert re-plans after a random one).
@@ -73,33 +81,29 @@ def play_episodes(tasks: Sequence[Task], *, epsilons: Sequence[float] = (0.0, 0.
             each game is loaded once); episode ``j`` of task ``t`` resets with seed
             ``seed + t * episodes_per_task + j``, and the random actions come from ``random.Random(seed)``.
         max_steps: the episode step limit.
-        split: the env's split (names where the tasks come from; the tasks are given).
+        split: the env's split, for families with splits (names where the tasks come from; the tasks are given).
         policy, agent: a generation backend and the agent that builds its prompts and parses its answers
-            (default agent: ``TextGameAgent()``): when given, the policy plays every episode instead of the
+            (default agent: the family's, ``make_agent(family)``): when given, the policy plays every episode instead of the
             epsilon-expert (``epsilons`` is then ignored) at temperature 1, source ``"policy"``.
 
     Returns:
         :class:`~rla_train.rollout.episode.Episode` objects (task set, infos with ``admissible_actions``) with
         an extra ``source`` attribute.
     """
-    from rla_envs.alfworld.env import AlfWorldEnv
-    from rla_train.rollout.episode import Episode
-
     if type(episodes_per_task) is not int or episodes_per_task < 1:
         raise ValueError(f"episodes_per_task must be an int >= 1, got {episodes_per_task!r}")
     epsilons = [float(e) for e in epsilons]
     if not epsilons or not all(0.0 <= e <= 1.0 for e in epsilons):
         raise ValueError(f"epsilons must be a non-empty list of probabilities in [0, 1], got {epsilons}")
     tasks = list(tasks)
-    if not tasks or any(t.family != "alfworld" for t in tasks):
-        raise ValueError("play_episodes needs ALFWorld tasks (family 'alfworld'), got "
-                         f"{sorted({t.family for t in tasks}) or 'none'}")
+    family = tasks_family(tasks)
+    if family.expert_options is None:
+        raise ValueError(f"play_episodes needs tasks of a family with an expert (FamilySpec.expert_options), got "
+                         f"family {family.name!r}")
     if policy is not None and agent is None:
-        from rla_train.agents.text_games import TextGameAgent
-
-        agent = TextGameAgent()
+        agent = make_agent(family.name)
     rng = random.Random(seed)
-    env = AlfWorldEnv(split, tasks=tasks, expert="handcoded", max_steps=max_steps)
+    env = family.expert_env(tasks, split=split, max_steps=max_steps)
     episodes: list[Trajectory] = []
     try:
         for t, task in enumerate(tasks):
@@ -116,8 +120,6 @@ def play_episodes(tasks: Sequence[Task], *, epsilons: Sequence[float] = (0.0, 0.
 
 def _play(env, episode, rng: random.Random, epsilon: float, policy, agent) -> None:
     """One episode in ``env``: the policy's actions, or the epsilon-expert's."""
-    from rla_train.backends.base import SamplingParams
-
     observation, info = env.reset(seed=episode.seed, options={"task": episode.task})
     episode.observations, episode.infos = [observation], [dict(info)]
     done = False
@@ -143,11 +145,8 @@ def label_steps(trajectories: Sequence[Trajectory], tasks: Sequence[Task] | None
 
     ``tasks``: one per trajectory (default: each Episode's ``task``). ``source``: the label of who played
     (default: each trajectory's ``source`` attribute, else ``"policy"``). Uses
-    :func:`rla_train.step_labels.step_labels` (ALFWorld: the privileged planner, ~7 ms a step).
+    :func:`rla_envs.core.labels.step_labels` (ALFWorld: the privileged planner, ~7 ms a step).
     """
-    from rla_train.reward_model.judge import resolve_tasks
-    from rla_train.step_labels import step_labels
-
     trajectories = list(trajectories)
     tasks = resolve_tasks(None if tasks is None else list(tasks), trajectories)
     steps = []
@@ -199,9 +198,6 @@ def judge_dataset(steps: Sequence[LabelledStep], *, max_history: int | None = No
     ``good``, ``source``, ``task_id``, ``step``.
     """
     import datasets
-
-    from rla_train.reward_model.prompts import DEFAULT_MAX_CHARS, DEFAULT_MAX_HISTORY, judge_chat
-    from rla_train.reward_model.verdicts import VERDICTS
 
     if not steps:
         raise ValueError("no labelled steps to build judge data from (did the oracle label none?)")

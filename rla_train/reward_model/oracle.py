@@ -8,7 +8,7 @@ known and set by one number::
     report = judge.judge(None, episodes)      # fills every episode's judgments and judgment_texts
     episodes[0].judgments                     # [[1, 1, -1], [-1, -1, -1], ...]
 
-Every step is labelled by :func:`rla_train.step_labels.step_labels` (ALFWorld: the privileged planner,
+Every step is labelled by :func:`rla_envs.core.labels.step_labels` (ALFWorld: the privileged planner,
 replaying the game: the judge needs each trajectory's task; TextWorld: textworld's own plan), then each
 of the ``m`` votes on a step is the label (good -> +1, bad -> -1), flipped independently with probability
 ``1 - accuracy``: accuracy 1 repeats the labels, 0 contradicts them, 0.5 is pure noise.
@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from rla_envs.core.labels import step_labels
 from rla_envs.core.task import Task
-from rla_envs.curriculum.diagnosers import Trajectory
+from rla_envs.core.trajectory import Trajectory
 from rla_train.backends.base import Sample
 from rla_train.reward_model.judge import JudgeReport, resolve_tasks
 from rla_train.reward_model.parsing import UNPARSEABLE
@@ -91,7 +92,7 @@ class NoisyOracleJudge:
         judgments_per_step: ``m``, votes per step.
         seed: an int (the run's seed) or a ``numpy.random.Generator`` the votes are drawn from.
         labeller: ``labeller(task, actions) -> [True | False | None]`` per action (default
-            :func:`rla_train.step_labels.step_labels`, which supports ALFWorld and TextWorld).
+            :func:`rla_envs.core.labels.step_labels`: the family's oracle, e.g. ALFWorld's or TextWorld's).
     """
 
     name = "noisy-oracle"
@@ -105,7 +106,7 @@ class NoisyOracleJudge:
             raise ValueError(f"judgments_per_step must be an int >= 1 (votes per step; the method uses 3), "
                              f"got {judgments_per_step!r}")
         if labeller is None:
-            from rla_train.step_labels import step_labels as labeller
+            labeller = step_labels
         self.accuracy = float(accuracy)
         self.judgments_per_step = judgments_per_step
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)

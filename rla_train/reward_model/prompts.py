@@ -1,12 +1,13 @@
 """Step-judge prompts: one compact chat per (trajectory, step) asking for ``\\boxed{1}`` or ``\\boxed{-1}``.
 
 The generative reward model judges one step at a time. :func:`judge_chat` builds the chat for step ``i``
-of a :class:`~rla_envs.curriculum.diagnosers.Trajectory` (or an :class:`~rla_train.rollout.episode.Episode`)
+of a :class:`~rla_envs.core.trajectory.Trajectory` (or an :class:`~rla_train.rollout.episode.Episode`)
 from its plain fields: ``observations[0]`` is the reset observation, ``actions[i]`` the step's action,
 ``observations[i + 1]`` and ``infos[i + 1]`` what followed it, ``infos[i]`` what the agent saw when it chose
-(``admissible_actions`` for text games). Each family has its own user message:
+(``admissible_actions`` for text games). Each agent kind (a family's ``FamilySpec.agent``) has its own user
+message:
 
-* ``alfworld`` / ``textworld``: the task, the start of the game, the last ``max_history`` earlier steps
+* ``text_game`` (ALFWorld, TextWorld): the task, the start of the game, the last ``max_history`` earlier steps
   (action -> observation, oldest dropped first, and the prompt says how many were dropped), the step's
   action, what followed, and the admissible actions at that step when the infos carry them.
 * ``code``: the problem (:func:`rla_envs.code.env.problem_text`), the verdicts of earlier attempts, the
@@ -20,11 +21,11 @@ Every prompt asks for brief reasoning that ends with exactly ``\\boxed{1}`` (goo
 
 ``style="compact"`` (:data:`PROMPT_STYLES`) is for tiny judges that pick a verdict by likelihood
 (``reward_model.verdict_mode=choice``): ~5x fewer tokens, and what decides a step sits next to the verdict.
-For ALFWorld / TextWorld it is one short user turn: the goal, what the agent knew before the step (the
+For text games it is one short user turn: the goal, what the agent knew before the step (the
 :class:`~rla_train.agents.text_games.GameMemory` the compact policy prompt shows: where it is, what it holds,
 the goal's objects it saw and those at its place, all read from the texts it saw, nothing privileged),
 the step's action and the start of what followed, then the two verdicts to choose from
-(:data:`~rla_train.reward_model.verdicts.VERDICTS`). Families without a compact form get their full prompt.
+(:data:`~rla_train.reward_model.verdicts.VERDICTS`). Kinds without a compact form get their full prompt.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rla_envs.core.errors import did_you_mean
+from rla_envs.core.registry import families
 from rla_envs.core.task import Task
-from rla_envs.curriculum.diagnosers import Trajectory
+from rla_envs.core.trajectory import Trajectory
 
-__all__ = ["FAMILIES", "PROMPT_STYLES", "DEFAULT_MAX_HISTORY", "DEFAULT_MAX_CHARS", "SYSTEM_PROMPT",
+__all__ = ["PROMPT_KINDS", "PROMPT_STYLES", "DEFAULT_MAX_HISTORY", "DEFAULT_MAX_CHARS", "SYSTEM_PROMPT",
            "VERDICT_INSTRUCTION", "COMPACT_SYSTEM_PROMPT", "judge_chat"]
 
 DEFAULT_MAX_HISTORY = 6
@@ -63,16 +65,20 @@ def judge_chat(task: Task, trajectory: Trajectory, step_index: int, *, max_histo
     """The chat asking a judge whether step ``step_index`` of ``trajectory`` (a run of ``task``) was good.
 
     ``style``: ``"full"`` (default) or ``"compact"`` (see the module docstring; ``max_history`` does not
-    apply to it). Raises ``ValueError`` for an unknown ``task.family`` (naming the closest known one),
+    apply to it). Raises ``ValueError`` for a ``task.family`` without a prompt (naming the closest registered one),
     style or a bad window, and ``IndexError`` when the trajectory has no step ``step_index``.
     """
     if style not in PROMPT_STYLES:
         raise ValueError(f"style must be one of {PROMPT_STYLES} (reward_model.prompt_style), got {style!r}"
                          f"{did_you_mean(str(style), PROMPT_STYLES)}")
-    builder = _BUILDERS.get(task.family)
+    spec = families().get(task.family)
+    kind = spec.agent if spec is not None else None
+    builder = _BUILDERS.get(kind)
     if builder is None:
-        raise ValueError(f"no step-judge prompt for family {task.family!r} (task {task.id}); expected one of "
-                         f"{list(_BUILDERS)}.{did_you_mean(task.family, _BUILDERS)}")
+        raise ValueError(f"no step-judge prompt for family {task.family!r} (task {task.id}): prompts exist for the "
+                         f"agent kinds {list(_BUILDERS)}, and the family is "
+                         + ("not registered" if spec is None else f"played by {kind!r}")
+                         + f".{did_you_mean(task.family, families())}")
     if type(max_history) is not int or max_history < 0:
         raise ValueError(f"max_history must be an int >= 0 (earlier steps shown), got {max_history!r}")
     if type(max_chars) is not int or max_chars < 20:
@@ -81,9 +87,9 @@ def judge_chat(task: Task, trajectory: Trajectory, step_index: int, *, max_histo
     if type(step_index) is not int or not 0 <= step_index < steps:
         raise IndexError(f"step_index must be in [0, {steps}) for a trajectory of {steps} steps "
                          f"(task {trajectory.task_id}), got {step_index!r}")
-    if style == "compact" and task.family in _COMPACT_BUILDERS:
+    if style == "compact" and kind in _COMPACT_BUILDERS:
         return [{"role": "system", "content": COMPACT_SYSTEM_PROMPT},
-                {"role": "user", "content": _COMPACT_BUILDERS[task.family](task, trajectory, step_index, max_chars)}]
+                {"role": "user", "content": _COMPACT_BUILDERS[kind](task, trajectory, step_index, max_chars)}]
     user = builder(task, trajectory, step_index, max_history, max_chars)
     return [{"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": user + "\n\n" + VERDICT_INSTRUCTION}]
@@ -92,7 +98,7 @@ def judge_chat(task: Task, trajectory: Trajectory, step_index: int, *, max_histo
 # --------------------------------------------------------------------------- families
 
 def _text_game(task: Task, trajectory: Trajectory, step: int, max_history: int, max_chars: int) -> str:
-    """ALFWorld / TextWorld: task, start, windowed history, the step, what followed, admissible actions."""
+    """Text games (ALFWorld, TextWorld): task, start, windowed history, the step, what followed, admissible actions."""
     parts = [f"Task: {_clip(_instruction(task, trajectory), max_chars)}",
              f"Start of the game:\n{_clip(_observation(trajectory, 0), max_chars)}"]
     parts.append(_history(trajectory, step, max_history, max_chars,
@@ -140,7 +146,7 @@ def _desktop(task: Task, trajectory: Trajectory, step: int, max_history: int, ma
 
 
 def _compact_text_game(task: Task, trajectory: Trajectory, step: int, max_chars: int) -> str:
-    """ALFWorld / TextWorld, compact: goal, the agent's memory before the step, the step, what followed."""
+    """Text games, compact: goal, the agent's memory before the step, the step, what followed."""
     from rla_train.agents.text_games import GameMemory
     from rla_train.reward_model.verdicts import VERDICTS
 
@@ -156,15 +162,13 @@ def _compact_text_game(task: Task, trajectory: Trajectory, step: int, max_chars:
                       f"Good step: {VERDICTS[0]} Bad step: {VERDICTS[1]}"])
 
 
-_COMPACT_BUILDERS: dict[str, Callable[[Task, Trajectory, int, int], str]] = {
-    "alfworld": _compact_text_game, "textworld": _compact_text_game,
-}
+_COMPACT_BUILDERS: dict[str, Callable[[Task, Trajectory, int, int], str]] = {"text_game": _compact_text_game}
 
 _BUILDERS: dict[str, Callable[[Task, Trajectory, int, int, int], str]] = {
-    "alfworld": _text_game, "textworld": _text_game, "code": _code, "desktop": _desktop,
+    "text_game": _text_game, "code": _code, "desktop": _desktop,
 }
-FAMILIES = tuple(_BUILDERS)
-"""The task families :func:`judge_chat` has prompts for."""
+PROMPT_KINDS = tuple(_BUILDERS)
+"""The agent kinds (``FamilySpec.agent``) :func:`judge_chat` has prompts for."""
 
 
 # --------------------------------------------------------------------------- pieces

@@ -1,6 +1,6 @@
 """Episodes as the rollout engine records them: the env's trajectory plus, per step, the model's tokens.
 
-An :class:`Episode` is a :class:`rla_envs.curriculum.diagnosers.Trajectory` (so diagnosers and the task pool
+An :class:`Episode` is a :class:`rla_envs.core.trajectory.Trajectory` (so diagnosers and the task pool
 take it as is) with one :class:`StepRecord` per action: the prompt the policy saw, the completion it
 produced (text, token ids, logprobs) and the action that went to the env. Per step,
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from rla_envs.core.task import Task
 from rla_envs.core.files import jsonable
-from rla_envs.curriculum.diagnosers import Trajectory
+from rla_envs.core.trajectory import Trajectory
 
 __all__ = ["StepRecord", "Episode", "EpisodeSequence"]
 

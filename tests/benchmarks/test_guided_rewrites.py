@@ -23,7 +23,7 @@ def simple(tmp_path_factory):
 
 def _play(task, seed: int, max_steps: int, epsilon: float = 0.0):
     from rla_envs.alfworld.env import AlfWorldEnv
-    from rla_envs.curriculum.adapt import play_episode
+    from rla_envs.core.trajectory import play_episode
 
     env = AlfWorldEnv(tasks=[task], max_steps=max_steps)
     try:

@@ -14,7 +14,8 @@ import pytest
 from rla_envs.core.errors import InvalidTask, RewriteRejected
 from rla_envs.core.task import Task
 from rla_envs.curriculum.adapt import EnvMeasure, adapt, verifier_change
-from rla_envs.curriculum.diagnosers import RuleDiagnoser, Trajectory
+from rla_envs.core.trajectory import Trajectory
+from rla_envs.curriculum.diagnosers import RuleDiagnoser
 from rla_envs.curriculum.pool import PoolConfig, TaskPool
 from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter
 

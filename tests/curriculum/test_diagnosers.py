@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rla_envs.core.task import Task
-from rla_envs.curriculum.diagnosers import Diagnoser, RuleDiagnoser, Trajectory, target_object
+from rla_envs.core.trajectory import Trajectory
+from rla_envs.curriculum.diagnosers import Diagnoser, RuleDiagnoser, target_object
 
 TASK = Task(family="alfworld", instruction="put a clean apple in fridge",
             spec={"pddl_params": {"object_target": "Apple", "parent_target": "Fridge"}, "goal": "x"})

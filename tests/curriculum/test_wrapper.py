@@ -12,7 +12,8 @@ import pytest
 from rla_envs.core.env import TaskEnv, Transition
 from rla_envs.core.errors import InvalidTask, RewriteRejected
 from rla_envs.core.task import Task
-from rla_envs.curriculum.adapt import EnvMeasure, play_episode
+from rla_envs.core.trajectory import play_episode
+from rla_envs.curriculum.adapt import EnvMeasure
 from rla_envs.curriculum.pool import PoolConfig, TaskPool
 from rla_envs.curriculum.rewriters import MutatorRewriter
 from rla_envs.curriculum.wrapper import AdaptiveTaskPool, TaskFeeder

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rla_envs.curriculum.diagnosers import Trajectory
-from rla_train.agents import CodeAgent, DesktopAgent, TextGameAgent, family_of, make_agent
+from rla_envs.core.trajectory import Trajectory
+from rla_train.agents import CodeAgent, DesktopAgent, TextGameAgent, agent_kind, make_agent
 from rla_train.agents.parsing import (parse_action_index, parse_code_block, parse_desktop_action,
                                       parse_free_text)
 from rla_train.rollout.episode import Episode, StepRecord
@@ -116,8 +116,8 @@ def test_make_agent_by_env_id_or_family():
     assert isinstance(make_agent("rla/AlfWorld-v0"), TextGameAgent)
     assert isinstance(make_agent("rla/Code-v0"), CodeAgent)
     assert isinstance(make_agent("textworld", history_window=3), TextGameAgent)
-    assert family_of("rla/OSWorld-v0") == "desktop"
-    with pytest.raises(ValueError, match="Did you mean 'rla/AlfWorld-v0'"):
+    assert agent_kind("rla/OSWorld-v0") == "desktop"
+    with pytest.raises(KeyError, match="Did you mean 'rla/AlfWorld-v0'"):
         make_agent("rla/Alfworld-v0")
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rla_envs.core.task import Task
-from rla_envs.curriculum.diagnosers import Trajectory
+from rla_envs.core.trajectory import Trajectory
 from rla_train.reward_model import RewardModelDiagnoser, parse_verdict
 from rla_train.reward_model.oracle import NoisyOracleJudge, noisy_votes, vote_good_probability
 from rla_train.rollout.episode import Episode
@@ -55,7 +55,7 @@ def episode(task):
 
 @pytest.fixture(scope="module")
 def labels(task, episode):
-    from rla_train.step_labels import step_labels
+    from rla_envs.core.labels import step_labels
 
     found = step_labels(task, episode.actions)
     assert True in found and False in found  # the walk has good and bad steps, or the tests below prove little
@@ -119,7 +119,7 @@ def test_zero_accuracy_contradicts_every_label(episode, labels):
 def test_votes_agree_with_the_labels_at_the_accuracy_and_a_seed_repeats_them(task, episode, labels):
     # 40 copies x 20 steps x 3 votes = 2,400 votes on labelled steps; agreement ~ Binomial(2400, 0.8)/2400 has
     # sd sqrt(0.8 * 0.2 / 2400) = 0.0082, so 0.76-0.84 is +-4.9 sd (5 sd with the steps' exact count below).
-    from rla_train.step_labels import step_labels
+    from rla_envs.core.labels import step_labels
 
     labeller = functools.lru_cache(maxsize=None)(lambda task, actions: tuple(step_labels(task, list(actions))))
     cached = lambda task, actions: list(labeller(task, tuple(actions)))  # noqa: E731 - the replay is done once

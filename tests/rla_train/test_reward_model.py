@@ -7,7 +7,8 @@ import re
 import pytest
 
 from rla_envs.core.task import Task
-from rla_envs.curriculum.diagnosers import Diagnoser, Trajectory
+from rla_envs.core.trajectory import Trajectory
+from rla_envs.curriculum.diagnosers import Diagnoser
 from rla_train.backends.scripted import ScriptedBackend
 from rla_train.reward_model import (
     JudgeReport, RewardModel, RewardModelDiagnoser, judge_chat, judgment_reason, parse_verdict,

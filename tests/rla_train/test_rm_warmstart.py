@@ -51,10 +51,10 @@ def detour_episode(task):
 
 
 def test_labelled_steps_are_the_oracles_labels_and_prompts_are_the_judges(task, detour_episode):
-    from rla_train.step_labels import alfworld_step_labels
+    from rla_envs.core.labels import step_labels
 
     steps = label_steps([detour_episode], source="policy")
-    labels = alfworld_step_labels(task, detour_episode.actions)
+    labels = step_labels(task, detour_episode.actions)
     assert [(s.step, s.good) for s in steps] == [(i, label) for i, label in enumerate(labels) if label is not None]
     # leaving the place that holds the object three times is bad; coming back and the walkthrough are good
     assert [s.step for s in steps if not s.good] == [1, 3, 5]
@@ -93,7 +93,7 @@ def test_epsilon_expert_episodes_are_seeded_and_say_who_played(task):
 
 def _fake_steps(labels):
     from rla_envs.core.task import Task
-    from rla_envs.curriculum.diagnosers import Trajectory
+    from rla_envs.core.trajectory import Trajectory
 
     task = Task(family="alfworld", instruction="x", spec={})
     return [LabelledStep(task, Trajectory(task_id=task.id), i, good) for i, good in enumerate(labels)]

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from rla_envs.core.task import Task
-from rla_envs.curriculum.diagnosers import Trajectory
+from rla_envs.core.trajectory import Trajectory
 from rla_train.backends.base import SamplingParams
 from rla_train.reward_model import RewardModel, judge_chat, parse_verdict
 from rla_train.reward_model.verdicts import (VERDICTS, VerdictChoiceBackend, VerdictGeneration,

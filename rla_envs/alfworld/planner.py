@@ -1,53 +1,38 @@
-"""Expert step labels: was each step of a trajectory good? (the ground truth of process accuracy).
+"""ALFWorld's step-label oracle: a privileged planner that re-plans from any game state.
 
-A step is **good** when it keeps the task solvable in no more steps than before:
+d(s), the number of steps needed to win from state s (see :mod:`rla_envs.core.labels` for the labels built
+from it), is measured by a *privileged* planner (it reads the game's facts, so it knows where hidden
+objects are): neither expert of :mod:`rla_envs.alfworld.expert` can do this (the walkthrough is open-loop
+and has no answer after a detour; the hand-coded expert searches, so its step count measures search luck
+and its own search order, not the distance of the state). The planner enumerates every way of finishing
+the task — which object(s) to use, which goal receptacle, which sink/microwave/fridge or lamp, where to put
+down a wrongly held object — builds each as a command list (go to, open, take, clean/heat/cool, move, use)
+and keeps the shortest; in ALFWorld's dynamics (every ``go to`` costs 1, one object in hand, receptacles
+stay open) that is the true distance. So a ``go to`` somewhere irrelevant while the agent had to go
+somewhere anyway is good; going away from where the next action had to happen, or taking a wrong object,
+is bad.
 
-    label[i] = d(s_{i+1}) <= d(s_i)
-
-where d(s) is the number of expert steps needed to win from state s (0 once won; inf when the expert
-cannot win within ``max_expert_steps``). A step taken from a state the expert cannot win from is
-labelled None (undetermined), as is any action after the game was won. Consequences of ``<=``: a step
-that changes nothing (an inadmissible command, ``look``, ``examine``) is good, and so is a ``go to``
-somewhere irrelevant while the agent had to go somewhere anyway (every ``go to`` costs one step in
-ALFWorld); going away from where the next action had to happen, or taking a wrong object, is bad.
-
-**ALFWorld** (:func:`alfworld_step_labels`): d is measured by a *privileged* planner that re-plans from
-the current state (it reads the game's facts, so it knows where hidden objects are): neither expert of
-``rla_envs.alfworld.expert`` can do this (the walkthrough is open-loop and has no answer after a
-detour; the hand-coded expert searches, so its step count measures search luck and its own search
-order, not the distance of the state). The planner enumerates every way of finishing the task — which
-object(s) to use, which goal receptacle, which sink/microwave/fridge or lamp, where to put down a
-wrongly held object — builds each as a command list (go to, open, take, clean/heat/cool, move, use) and
-keeps the shortest; in ALFWorld's dynamics (every ``go to`` costs 1, one object in hand, receptacles
-stay open) that is the true distance. With ``verify=True`` each plan is played in the game engine after
-replaying the action prefix and must win on its last command, so a planner error raises
-(:class:`PlanCheckFailed`) instead of producing a wrong label. Cost per episode of T steps: T engine
-steps and T planner calls (~7 ms a step on a kitchen); verified, O(T^2) engine steps (~12x slower).
-Verification is off by default: the tests verify every plan on random-walk episodes of all six task
-types, where it never failed.
-
-**TextWorld** (:func:`textworld_step_labels`): d = ``len(env.expert_actions())``, textworld's own
-privileged plan from the current state (the rest of the walkthrough, or a plan re-derived by its quest
-tracker after a detour; not guaranteed shortest). Lost games have d = inf.
-
-:func:`step_labels` dispatches on ``task.family``.
+With ``verify=True`` each plan is played in the game engine after replaying the action prefix and must
+win on its last command, so a planner error raises (:class:`PlanCheckFailed`) instead of producing a wrong
+label. Cost per episode of T steps: T engine steps and T planner calls (~7 ms a step on a kitchen);
+verified, O(T^2) engine steps (~12x slower). Verification is off by default: the tests verify every plan on
+random-walk episodes of all six task types, where it never failed.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rla_envs.alfworld.tasks import game_from_task
+from rla_envs.alfworld.walkthrough import fast_engine
 from rla_envs.core.errors import InvalidTask, RlaError
+from rla_envs.core.labels import INF, as_task, labels_from_distances
 from rla_envs.core.task import Task, thaw
 
-__all__ = ["SUPPORTED_FAMILIES", "PlanCheckFailed", "alfworld_plan", "distance_to_goal", "labels_from_distances",
-           "alfworld_step_labels", "textworld_step_labels", "step_labels"]
-
-INF = math.inf
+__all__ = ["PlanCheckFailed", "alfworld_plan", "distance_to_goal", "alfworld_step_labels"]
 
 
 class PlanCheckFailed(RlaError, AssertionError):
@@ -243,9 +228,6 @@ class _Replay:
     """One ALFWorld game in an engine: restart it, play commands, read its state."""
 
     def __init__(self, task: Task, env: Any = None):
-        from rla_envs.alfworld.tasks import game_from_task
-        from rla_envs.alfworld.walkthrough import fast_engine
-
         if env is not None and not all(hasattr(env, name) for name in ("load", "reset", "step")):
             raise TypeError(f"env must be an rla_envs.alfworld.engine.AlfWorldEngine (or None for this process's "
                             f"shared engine), got {type(env).__name__}; a gymnasium AlfWorldEnv is not accepted "
@@ -283,14 +265,6 @@ def _check_plan(replay: _Replay, task: Task, prefix: Sequence[str], plan: Sequen
         raise PlanCheckFailed(f"task {task.id}: the plan {list(plan)} did not win after prefix {list(prefix)}")
 
 
-def _as_task(task: Task | Mapping[str, Any]) -> Task:
-    if isinstance(task, Task):
-        return task
-    if isinstance(task, Mapping):
-        return Task.from_dict(task)
-    raise TypeError(f"task must be a Task or its dict, got {type(task).__name__}")
-
-
 def alfworld_plan(task: Task | Mapping[str, Any], actions: Sequence[str] = (), *, env: Any = None,
                   verify: bool = False) -> list[str] | None:
     """The shortest command list that wins ``task`` after ``actions`` were played (None: cannot be won).
@@ -298,7 +272,7 @@ def alfworld_plan(task: Task | Mapping[str, Any], actions: Sequence[str] = (), *
     Privileged: it reads where every object is. ``env`` is an ``AlfWorldEngine`` to play in (default:
     this process's shared engine). With ``verify`` the plan is played and must win on its last command.
     """
-    task = _as_task(task)
+    task = as_task(task)
     replay = _Replay(task, env)
     plan = _shortest_plan(replay.restart(actions), task)
     if verify and plan:
@@ -319,21 +293,6 @@ def distance_to_goal(task: Task | Mapping[str, Any], actions: Sequence[str] = ()
     return float(len(plan))
 
 
-def labels_from_distances(distances: Sequence[float | None]) -> list[bool | None]:
-    """Step labels from the distances d(s_0), ..., d(s_T): label[i] = d(s_{i+1}) <= d(s_i).
-
-    None where d(s_i) is inf or None (undetermined state), where d(s_{i+1}) is None, and for every step
-    after a state with d = 0 (the game was already won).
-    """
-    labels: list[bool | None] = []
-    for before, after in zip(distances, distances[1:]):
-        if before is None or after is None or math.isinf(before) or before == 0:
-            labels.append(None)
-        else:
-            labels.append(after <= before)
-    return labels
-
-
 def alfworld_step_labels(task: Task | Mapping[str, Any], actions: Sequence[str], *, max_expert_steps: int = 50,
                          env: Any = None, verify: bool = False) -> list[bool | None]:
     """One label per action of an ALFWorld trajectory: True good, False bad, None undetermined.
@@ -341,7 +300,7 @@ def alfworld_step_labels(task: Task | Mapping[str, Any], actions: Sequence[str],
     See the module docstring for the definition. ``env``: an ``AlfWorldEngine`` to replay in (default:
     this process's shared engine, loaded once per game); ``verify``: play every plan to check it.
     """
-    task, actions = _as_task(task), list(actions)
+    task, actions = as_task(task), list(actions)
     if max_expert_steps < 0:
         raise ValueError(f"max_expert_steps must be >= 0, got {max_expert_steps}")
     replay = _Replay(task, env)
@@ -358,59 +317,3 @@ def alfworld_step_labels(task: Task | Mapping[str, Any], actions: Sequence[str],
                                      for plan in plans]
     distances += [None] * (len(actions) + 1 - len(distances))  # actions played after the win
     return labels_from_distances(distances)
-
-
-# ------------------------------------------------------------------------------------------- textworld
-def textworld_step_labels(task: Task | Mapping[str, Any], actions: Sequence[str], *, max_expert_steps: int = 50,
-                          env: Any = None) -> list[bool | None]:
-    """One label per action of a TextWorld trajectory, d(s) = length of textworld's plan from s.
-
-    ``env``: a ``TextWorldEnv`` (``rla/TextWorld-v0``) to play in; default: a new one, closed after use.
-    Steps after the episode ended (won, lost or truncated by the env) are labelled None.
-    """
-    from rla_envs.textworld.env import TextWorldEnv
-
-    task = _as_task(task)
-    own = env is None
-    env = TextWorldEnv(tasks=[task], max_steps=len(actions) + 1) if own else env
-    game = env.unwrapped
-    if not hasattr(game, "expert_actions"):
-        raise TypeError(f"env must be a TextWorldEnv (rla/TextWorld-v0), got {type(game).__name__}")
-    try:
-        _, info = env.reset(options={"task": task})
-        distances: list[float | None] = [_textworld_distance(game, info, max_expert_steps)]
-        ended = False
-        for action in actions:
-            if ended:
-                distances.append(None)
-                continue
-            _, _, terminated, truncated, info = env.step(action)
-            distances.append(_textworld_distance(game, info, max_expert_steps))
-            ended = terminated or truncated
-    finally:
-        if own:
-            env.close()
-    return labels_from_distances(distances)
-
-
-def _textworld_distance(game: Any, info: Mapping[str, Any], cap: int) -> float:
-    if info.get("won"):
-        return 0.0
-    plan = game.expert_actions()
-    return float(len(plan)) if plan and len(plan) <= cap else INF
-
-
-# ------------------------------------------------------------------------------------------- dispatch
-#: Families with expert step labels, and the function that computes them.
-SUPPORTED_FAMILIES = {"alfworld": alfworld_step_labels, "textworld": textworld_step_labels}
-
-
-def step_labels(task: Task | Mapping[str, Any], actions: Sequence[str], **options: Any) -> list[bool | None]:
-    """Expert step labels for a trajectory of any supported family (see :data:`SUPPORTED_FAMILIES`)."""
-    task = _as_task(task)
-    labeller = SUPPORTED_FAMILIES.get(task.family)
-    if labeller is None:
-        raise NotImplementedError(f"expert step labels exist for the families {sorted(SUPPORTED_FAMILIES)}; task "
-                                  f"{task.id} is of family {task.family!r}, which has no expert that re-plans from a "
-                                  "mid-episode state: measure outcome accuracy for it instead")
-    return labeller(task, actions, **options)

@@ -1,4 +1,4 @@
-"""Expert step labels on real (generated) ALFWorld games, and the family dispatcher."""
+"""ALFWorld's step-label oracle (the privileged planner) on real (generated) games, through the registry too."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import random
 
 import pytest
 
-from rla_envs.core.task import Task
-from rla_train.step_labels import (alfworld_plan, alfworld_step_labels, distance_to_goal, labels_from_distances,
-                                   step_labels)
+from rla_envs.alfworld.planner import alfworld_plan, alfworld_step_labels, distance_to_goal
+from rla_envs.core.labels import step_labels
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +36,6 @@ def admissible_after(task, actions):
     for action in actions:
         state, _, _ = engine.step(action)
     return state["admissible_commands"]
-
-
-def test_labels_from_distances():
-    # d: 3 -> 3 (kept: good) -> 4 (bad) -> 3 (good) -> 0 (won: good) -> None (after the win)
-    assert labels_from_distances([3, 3, 4, 3, 0, None]) == [True, False, True, True, None]
-    assert labels_from_distances([math.inf, 2, 1]) == [None, True]  # unsolvable state -> undetermined
 
 
 def test_walkthrough_steps_are_all_good_and_each_saves_one_step(tasks):
@@ -115,29 +108,5 @@ def test_bad_arguments_raise_clear_errors(tasks):
     task = tasks["pick_and_place_simple"]
     with pytest.raises(TypeError, match="AlfWorldEngine"):
         alfworld_step_labels(task, [], env=object())
-    other = Task(family="code", instruction="add two numbers", spec={"prompt": "def add(a, b):"})
-    with pytest.raises(NotImplementedError, match=r"\['alfworld', 'textworld'\].*'code'"):
-        step_labels(other, ["return a + b"])
-    assert step_labels(task.to_dict(), list(task.spec["walkthrough"])) == [True] * 4  # dicts are accepted
-
-
-def test_textworld_labels_follow_textworlds_replanning_expert(tmp_path, monkeypatch):
-    from rla_envs.textworld.tasks import default_tasks
-
-    monkeypatch.setenv("RLA_CACHE", str(tmp_path))
-    task = default_tasks(games_per_level=1, levels=["custom-1"], progress=False)[0]  # ~2 s to generate
-    walkthrough = list(_walkthrough(task))
-    assert step_labels(task, walkthrough) == [True] * len(walkthrough)
-    # "look" changes nothing (good); the walkthrough then still wins; a command after the win has no label
-    assert step_labels(task, ["look"] + walkthrough + ["look"]) == [True] * (len(walkthrough) + 1) + [None]
-
-
-def _walkthrough(task):
-    from rla_envs.textworld.env import TextWorldEnv
-
-    env = TextWorldEnv(tasks=[task])
-    try:
-        env.reset(options={"task": task})
-        return env.unwrapped.walkthrough
-    finally:
-        env.close()
+    # through the registry (the family's step_labels hook), and dicts are accepted
+    assert step_labels(task.to_dict(), list(task.spec["walkthrough"])) == [True] * 4

@@ -1,0 +1,80 @@
+"""Step labels, the contract of every family's step-label oracle: was each step of a trajectory good?
+
+A step is **good** when it keeps the task solvable in no more steps than before:
+
+    label[i] = d(s_{i+1}) <= d(s_i)
+
+where d(s) is the number of expert steps needed to win from state s (0 once won; :data:`INF` when the
+expert cannot win within ``max_expert_steps``). A step taken from a state the expert cannot win from is
+labelled None (undetermined), as is any action after the game was won. Consequences of ``<=``: a step
+that changes nothing (an inadmissible command, ``look``) is good; a step away from where the next action
+had to happen is bad.
+
+A family's oracle (its ``FamilySpec.step_labels`` hook, e.g. :func:`rla_envs.alfworld.planner.alfworld_step_labels`)
+measures d along the trajectory and returns :func:`labels_from_distances` of it; :func:`step_labels` asks
+the task's family for its oracle.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rla_envs.core.registry import families, family_spec
+from rla_envs.core.task import Task
+
+__all__ = ["INF", "as_task", "labels_from_distances", "has_step_labels", "step_labels"]
+
+INF = math.inf
+"""d(s) of a state the expert cannot win from (within its step budget)."""
+
+
+def as_task(task: Task | Mapping[str, Any]) -> Task:
+    """``task`` as a :class:`Task` (a Task, or its ``to_dict()`` form)."""
+    if isinstance(task, Task):
+        return task
+    if isinstance(task, Mapping):
+        return Task.from_dict(task)
+    raise TypeError(f"task must be a Task or its dict, got {type(task).__name__}")
+
+
+def labels_from_distances(distances: Sequence[float | None]) -> list[bool | None]:
+    """Step labels from the distances d(s_0), ..., d(s_T): label[i] = d(s_{i+1}) <= d(s_i).
+
+    None where d(s_i) is inf or None (undetermined state), where d(s_{i+1}) is None, and for every step
+    after a state with d = 0 (the game was already won).
+    """
+    labels: list[bool | None] = []
+    for before, after in zip(distances, distances[1:]):
+        if before is None or after is None or math.isinf(before) or before == 0:
+            labels.append(None)
+        else:
+            labels.append(after <= before)
+    return labels
+
+
+def has_step_labels(family: str) -> bool:
+    """Whether ``family`` (a family name or env id) is registered with a step-label oracle."""
+    spec = families().get(family)
+    if spec is None:
+        try:
+            spec = family_spec(family)
+        except KeyError:
+            return False
+    return spec.step_labels is not None
+
+
+def step_labels(task: Task | Mapping[str, Any], actions: Sequence[str], **options: Any) -> list[bool | None]:
+    """Expert step labels (True good, False bad, None undetermined) of ``actions`` played on ``task``.
+
+    Asks the task's family for its oracle (``FamilySpec.step_labels``); ``options`` go to it
+    (``max_expert_steps``, and e.g. ``env`` / ``verify`` for ALFWorld's planner).
+    """
+    task = as_task(task)
+    if not has_step_labels(task.family):
+        with_labels = sorted(name for name, spec in families().items() if spec.step_labels is not None)
+        raise NotImplementedError(f"expert step labels exist for the families {with_labels}; task {task.id} is of "
+                                  f"family {task.family!r}, which has no expert that re-plans from a mid-episode "
+                                  "state: measure outcome accuracy for it instead")
+    return family_spec(task.family).hook("step_labels")(task, actions, **options)

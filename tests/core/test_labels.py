@@ -1,0 +1,26 @@
+"""The step-label contract (labels from distances) and the dispatcher that asks the task's family for its oracle."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rla_envs.core.labels import has_step_labels, labels_from_distances, step_labels
+from rla_envs.core.task import Task
+
+
+def test_labels_from_distances():
+    # d: 3 -> 3 (kept: good) -> 4 (bad) -> 3 (good) -> 0 (won: good) -> None (after the win)
+    assert labels_from_distances([3, 3, 4, 3, 0, None]) == [True, False, True, True, None]
+    assert labels_from_distances([math.inf, 2, 1]) == [None, True]  # unsolvable state -> undetermined
+
+
+def test_families_without_an_oracle_are_refused_with_the_families_that_have_one():
+    assert has_step_labels("alfworld") and has_step_labels("rla/TextWorld-v0")
+    assert not has_step_labels("code") and not has_step_labels("no-such-family")
+    other = Task(family="code", instruction="add two numbers", spec={"prompt": "def add(a, b):"})
+    with pytest.raises(NotImplementedError, match=r"'alfworld'.*'textworld'.*family 'code'.*outcome accuracy"):
+        step_labels(other, ["return a + b"])
+    with pytest.raises(TypeError, match="Task or its dict"):
+        step_labels("not a task", [])
