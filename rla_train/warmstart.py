@@ -338,7 +338,7 @@ def choice_sft(model, tokenizer, dataset, *, steps: int = 300, lr: float = 3e-3,
     from tqdm.auto import tqdm
 
     from rla_train.backends.hf import TransformersBackend
-    from rla_train.policies import SCORE_REDUCTIONS, ChoiceBackend, admissible_from_prompt
+    from rla_train.backends.choice import SCORE_REDUCTIONS, ChoiceBackend, admissible_from_prompt
 
     if type(steps) is not int or steps < 1:
         raise ValueError(f"steps must be an int >= 1, got {steps!r}")
@@ -436,7 +436,7 @@ def choice_accuracy(backend, dataset, *, batch_size: int = 16) -> float:
     Returns:
         the fraction of rows whose top-scoring candidate is the expert's command.
     """
-    from rla_train.policies import admissible_from_prompt
+    from rla_train.backends.choice import admissible_from_prompt
 
     if len(dataset) == 0:
         raise ValueError("choice_accuracy needs at least one demonstration row")

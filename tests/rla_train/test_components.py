@@ -5,7 +5,7 @@ from __future__ import annotations
 from rla_envs.code.tasks.bundled import bundled_tasks
 from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter
 from rla_train.backends.scripted import ScriptedBackend
-from rla_train.components import BackendText, _rewriter, grpo_args
+from rla_train.cotrainer.components import BackendText, _rewriter, grpo_args
 from rla_train.config import load_config
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from rla_train.agents.text_games import TextGameAgent
 from rla_train.backends.base import GenerationBackend, SamplingParams
-from rla_train.policies import ChoiceBackend, admissible_from_prompt
+from rla_train.backends.choice import ChoiceBackend, admissible_from_prompt
 from rla_train.rollout.engine import RolloutEngine
 from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 

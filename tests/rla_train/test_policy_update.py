@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from rla_train.policy_update import Sample, pad_samples
+from rla_train.cotrainer.policy_update import Sample, pad_samples
 
 PROMPT = "<|im_start|>user\nwhere now?<|im_end|>\n<|im_start|>assistant\n"
 
@@ -17,7 +17,7 @@ def trainer_factory(tiny_model_path, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
-    from rla_train.policy_update import SampleTrainer
+    from rla_train.cotrainer.policy_update import SampleTrainer
 
     def make(*, mini_batches=1, kl_reference="initial", **options):
         model = AutoModelForCausalLM.from_pretrained(tiny_model_path)
@@ -100,7 +100,7 @@ def test_pad_samples_layout():
 
 def choice_logprob(trainer, prompt, alternatives, index):
     from rla_train.backends.hf import TransformersBackend
-    from rla_train.policies import ChoiceBackend
+    from rla_train.backends.choice import ChoiceBackend
 
     scorer = ChoiceBackend(TransformersBackend(trainer.model, trainer.processing_class))
     [scores] = scorer.token_logprobs([prompt], [alternatives])
@@ -111,7 +111,7 @@ def test_choice_logprob_trains_the_choice_among_the_alternatives(trainer_factory
     trainer, tokenizer = trainer_factory()
     trainer.choice_logprob = True  # as SampleTrainer(..., choice_logprob=True) sets it, with its scorer
     from rla_train.backends.hf import TransformersBackend
-    from rla_train.policies import ChoiceBackend
+    from rla_train.backends.choice import ChoiceBackend
 
     trainer._scorer = ChoiceBackend(TransformersBackend(trainer.model, tokenizer), method="packed")
     prompt = ids(tokenizer, PROMPT)
@@ -131,7 +131,7 @@ def test_choice_logprob_with_several_iterations(trainer_factory, tiny_model_path
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
-    from rla_train.policy_update import SampleTrainer
+    from rla_train.cotrainer.policy_update import SampleTrainer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
     args = GRPOConfig(output_dir=str(tmp_path), learning_rate=1e-3, per_device_train_batch_size=2, num_generations=2,

@@ -13,7 +13,7 @@ import pytest
 from rla_envs.core.errors import DataNotFound, MissingDependency
 from rla_envs.core.task import Task
 from rla_envs.curriculum.pool import PoolConfig, TaskPool
-from rla_train.run_log import (METRICS_FILE, PANELS, TENSORBOARD_DIR, RunLog, _draw_evaluations, _draw_panel, plot_run,
+from rla_train.cotrainer.run_log import (METRICS_FILE, PANELS, TENSORBOARD_DIR, RunLog, _draw_evaluations, _draw_panel, plot_run,
                                pool_metrics,
                                read_metrics)
 

@@ -1,4 +1,4 @@
-"""Tests for rla_train.tiny: tiny local models that load with the Auto classes and never download anything."""
+"""Tests for rla_train.backends.tiny: tiny local models that load with the Auto classes and never download anything."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from rla_train import tiny  # noqa: E402
-from rla_train.tiny import build_tiny_model, default_corpus  # noqa: E402
+from rla_train.backends import tiny  # noqa: E402
+from rla_train.backends.tiny import build_tiny_model, default_corpus  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """What a run plays with, built from its :class:`~rla_train.config.TrainConfig`: one place for trainer and evaluator.
 
-The trainer (:func:`rla_train.components.build_components`) and ``python -m benchmarks.evaluate --policy RUN``
+The trainer (:func:`rla_train.cotrainer.components.build_components`) and ``python -m benchmarks.evaluate --policy RUN``
 both build the agent, the policy's backends, the judge, the env specs and the held-out evaluation here, so
 evaluating a run directory plays its held-out episodes exactly as the run did::
 
@@ -11,7 +11,7 @@ evaluating a run directory plays its held-out episodes exactly as the run did::
     with heldout_engine(plan, agent, eval_backend) as engine:
         episodes = play_heldout(engine, heldout_tasks(engine, plan))
 
-:func:`play_heldout` is the trainer's own evaluation pass (``rla_train.cotrain.evaluate`` calls it): the engine's
+:func:`play_heldout` is the trainer's own evaluation pass (``rla_train.cotrainer.loop.evaluate`` calls it): the engine's
 sampling stream restarts at turn 0, so the result depends on the weights alone.
 """
 
@@ -42,7 +42,7 @@ def load_model(spec: str, *, seed: int, dtype: str | None = None, tiny_options: 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if spec == "tiny":
-        from rla_train.tiny import tiny_model_path
+        from rla_train.backends.tiny import tiny_model_path
 
         spec = str(tiny_model_path(seed=seed, **(tiny_options or {})))
     options = {"dtype": dtype} if dtype else {}
@@ -104,7 +104,7 @@ def policy_backend(base, action_mode: str):
     """
     if action_mode != "choice":
         return base
-    from rla_train.policies import ChoiceBackend
+    from rla_train.backends.choice import ChoiceBackend
 
     return ChoiceBackend(base)
 
@@ -150,7 +150,7 @@ def build_judge(config: TrainConfig, policy_model, policy_tokenizer):
                                                  **({"base_url": section.base_url} if section.base_url else {})), None, None
     raw = backend
     if section.verdict_mode == "choice":
-        from rla_train.policies import ChoiceBackend
+        from rla_train.backends.choice import ChoiceBackend
         from rla_train.reward_model.verdicts import VerdictChoiceBackend
 
         backend = VerdictChoiceBackend(ChoiceBackend(backend))

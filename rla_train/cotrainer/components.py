@@ -3,8 +3,8 @@
 :func:`build_components` loads (or builds, for ``"tiny"``) the policy and reward model, wraps them in
 generation backends, makes the agent, the training and held-out rollout engines, the task pool with its
 feeder (rewriter, diagnoser, measure) and the two TRL trainers. The agent, backends, judge, env specs and the
-held-out evaluation come from :mod:`rla_train.builders`, which ``benchmarks.evaluate`` shares, so evaluating a
-run plays as the run did. The loop in :mod:`rla_train.cotrain` only uses the result.
+held-out evaluation come from :mod:`rla_train.cotrainer.play_setup`, which ``benchmarks.evaluate`` shares, so evaluating a
+run plays as the run did. The loop in :mod:`rla_train.cotrainer.loop` only uses the result.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rla_train.builders import load_model, policy_sampling
+from rla_train.cotrainer.play_setup import load_model, policy_sampling
 from rla_train.config import MODES, TrainConfig
 
 __all__ = ["Components", "build_components", "load_model", "EngineMeasure", "grpo_args", "policy_sampling"]
@@ -35,7 +35,7 @@ class Components:
     eval_engine: Any                  # held-out evaluation (seeded: same tasks, same numbers)
     eval_tasks: list
     feeder: Any                       # rla_envs.curriculum.TaskFeeder over the pool
-    policy_trainer: Any               # rla_train.policy_update.SampleTrainer
+    policy_trainer: Any               # rla_train.cotrainer.policy_update.SampleTrainer
     rm_trainer: Any | None
     probe_engine: Any | None = None   # training games at evaluation settings (train.probe_episodes)
     probe_tasks: list | None = None   # the fixed probe of training games, drawn once per run
@@ -157,9 +157,9 @@ def _feeder(config: TrainConfig, tasks, engine, reward_model, rewriter):
 
 def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = True) -> Components:
     """Every part of the run, freshly built (a resume then loads the saved states into them)."""
-    from rla_train.builders import (PROBE_SEED_OFFSET, build_agent, build_judge, env_spec, heldout_engine,
+    from rla_train.cotrainer.play_setup import (PROBE_SEED_OFFSET, build_agent, build_judge, env_spec, heldout_engine,
                                     heldout_plan, heldout_tasks, policy_backends, policy_dtype)
-    from rla_train.policy_update import SampleTrainer
+    from rla_train.cotrainer.policy_update import SampleTrainer
     from rla_train.rollout.engine import RolloutEngine
 
     seed = config.train.seed

@@ -15,14 +15,14 @@ called once per finished rollout and logged as a reward column named after the i
 
     import rla_envs
     from trl import GRPOConfig, GRPOTrainer
-    from rla_train.trl_env import environment_factory, task_dataset
+    from rla_train.adapters.trl_env import environment_factory, task_dataset
 
     factory = environment_factory("rla/AlfWorld-v0", n_per_type=2)
     trainer = GRPOTrainer(model, args=GRPOConfig(...), train_dataset=task_dataset("rla/AlfWorld-v0", 12),
                           environment_factory=factory)
 
 The chat template must render tool calls and TRL must know how to parse them; for a ChatML tokenizer
-without tool support (such as :mod:`rla_train.tiny`'s) :func:`with_tool_template` installs TRL's
+without tool support (such as :mod:`rla_train.backends.tiny`'s) :func:`with_tool_template` installs TRL's
 Qwen2.5 template.
 """
 
@@ -274,7 +274,7 @@ def with_tool_template(tokenizer):
     """Make ``tokenizer`` usable for TRL tool calling; returns it (changed in place when needed).
 
     A tokenizer whose chat template already renders tool calls is returned unchanged. A ChatML one
-    without tool support (``<|im_start|>``/``<|im_end|>``, like :mod:`rla_train.tiny`'s) gets TRL's
+    without tool support (``<|im_start|>``/``<|im_end|>``, like :mod:`rla_train.backends.tiny`'s) gets TRL's
     Qwen2.5 template, which TRL recognises and parses (``<tool_call>{json}</tool_call>``). Anything else
     raises ``ValueError``: set a tool-capable template and a ``response_template`` yourself.
     """

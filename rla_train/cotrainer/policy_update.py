@@ -1,7 +1,7 @@
 """Updates from our own samples through TRL's GRPO machinery: its loss, optimizer, scheduler and accelerator.
 
 The co-trainer collects multi-turn episodes itself (the rollout engine) and scores them itself (outcome +
-reward-model judgments, :mod:`rla_train.rewards`). What it hands to TRL is a list of :class:`Sample` —
+reward-model judgments, :mod:`rla_train.signals.rewards`). What it hands to TRL is a list of :class:`Sample` —
 one per policy step (prompt = the chat the policy saw, completion = what it answered, advantage = that
 step's advantage) or one per reward-model judgment — and :class:`SampleTrainer` (a ``GRPOTrainer``) turns
 them into one optimizer step with TRL's clipped policy-gradient loss::
@@ -12,7 +12,7 @@ them into one optimizer step with TRL's clipped policy-gradient loss::
 
 Every sample's advantage applies to each token of its completion; prompt tokens (which hold the env's
 observations) are never in the loss. With ``choice_logprob=True`` (choice policies, which pick one of the
-admissible commands by likelihood, :class:`~rla_train.policies.ChoiceBackend`) the log-probability in TRL's
+admissible commands by likelihood, :class:`~rla_train.backends.choice.ChoiceBackend`) the log-probability in TRL's
 loss is instead the choice's: ``log softmax_j(log p(candidate_j | prompt))`` at the chosen candidate, one
 "token" per sample, so the gradient goes to what tells the chosen command from the other admissible ones
 rather than to the tokens they share. Samples with a zero advantage carry no gradient in GRPO and are
@@ -141,7 +141,7 @@ def _trainer_class():
             self._choice_rows = None  # the current micro-batch's (prompt ids, candidate ids, chosen index)
             if self.choice_logprob:
                 from rla_train.backends.hf import TransformersBackend
-                from rla_train.policies import ChoiceBackend
+                from rla_train.backends.choice import ChoiceBackend
 
                 self._scorer = ChoiceBackend(TransformersBackend(self.accelerator.unwrap_model(self.model), tokenizer),
                                              method="packed")

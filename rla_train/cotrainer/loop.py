@@ -5,8 +5,8 @@ One training step, top to bottom (:func:`train_step`):
 1. draw ``tasks_per_step`` tasks from the adaptive pool;
 2. play ``group_size`` rollouts of each (one GRPO group per task) with the rollout engine;
 3. the reward model judges every step ``m`` times (modes that use it);
-4. step rewards and advantages (:mod:`rla_train.samples`, maths in :mod:`rla_train.rewards`);
-5. one policy update with TRL's GRPO loss, optimizer and scheduler (:class:`~rla_train.policy_update.SampleTrainer`);
+4. step rewards and advantages (:mod:`rla_train.signals.samples`, maths in :mod:`rla_train.signals.rewards`);
+5. one policy update with TRL's GRPO loss, optimizer and scheduler (:class:`~rla_train.cotrainer.policy_update.SampleTrainer`);
 6. reward-model updates on the consistency reward (modes that train it);
 7. the groups' outcomes go to the pool, which rewrites tasks that are too hard or too easy when a round is due,
    guided by the reward model's failure diagnoses (the full method).
@@ -37,8 +37,8 @@ def evaluate(engine, tasks, *, desc: str = "held-out") -> dict[str, Any]:
     checkpoints (or two ablation arms) are compared on the same tasks with the same random numbers, and
     ``outcomes`` (1/0 per episode, in task order) pairs them episode by episode.
     """
-    from rla_train.builders import play_heldout
-    from rla_train.metrics import success_summary
+    from rla_train.cotrainer.play_setup import play_heldout
+    from rla_train.signals.metrics import success_summary
 
     episodes = play_heldout(engine, tasks, desc=desc)
     return {**success_summary([e.won for e in episodes], [e.num_steps for e in episodes]),
@@ -76,7 +76,7 @@ def _evaluations(parts, label: str, progress: bool = False) -> dict[str, dict[st
 
 def reward_spec(config: TrainConfig):
     """How this run forms step rewards: the mode's parts, λ, the outcome encoding and the policy's group filter."""
-    from rla_train.samples import RewardSpec
+    from rla_train.signals.samples import RewardSpec
 
     mode = MODES[config.train.mode]
     return RewardSpec(use_outcome=mode.outcome, use_judgments=mode.reward_model,
@@ -86,9 +86,9 @@ def reward_spec(config: TrainConfig):
 
 def train_step(config: TrainConfig, parts) -> dict[str, float]:
     """One step of the loop (see the module docstring); returns its metrics."""
-    from rla_train.metrics import outcome_accuracy
-    from rla_train.rewards import outcome_value
-    from rla_train.samples import advantage_change_fraction, policy_samples, reward_model_samples, step_rewards
+    from rla_train.signals.metrics import outcome_accuracy
+    from rla_train.signals.rewards import outcome_value
+    from rla_train.signals.samples import advantage_change_fraction, policy_samples, reward_model_samples, step_rewards
 
     mode = MODES[config.train.mode]
     started = time.perf_counter()
@@ -174,7 +174,7 @@ def _state(parts, step: int, history: dict) -> dict[str, Any]:
 
 
 def _save(run_dir: Path, config: TrainConfig, parts, step: int, history: dict) -> Path:
-    from rla_train.checkpoint import save_checkpoint
+    from rla_train.cotrainer.checkpoint import save_checkpoint
 
     models = {"policy": (parts.policy_model, parts.policy_tokenizer)}
     if parts.rm_trainer is not None and parts.rm_model is not parts.policy_model:
@@ -189,7 +189,7 @@ def _restore(checkpoint: Path, parts) -> tuple[int, dict]:
 
     from rla_envs.curriculum.diagnosers import Trajectory
     from rla_envs.curriculum.pool import TaskPool
-    from rla_train.checkpoint import load_states, restore_rng
+    from rla_train.cotrainer.checkpoint import load_states, restore_rng
 
     states = load_states(checkpoint)
     parts.policy_model.load_state_dict(AutoModelForCausalLM.from_pretrained(checkpoint / "policy").state_dict())
@@ -270,7 +270,7 @@ def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False
     """Run the whole co-training job the config describes; returns the summary (also in ``summary.json``).
 
     The run holds its directory (``output.dir``, or ``train.resume_from`` when resuming) for its whole life
-    (:func:`rla_train.run_dir.claim_run_dir`). A fresh run needs an empty directory, or ``overwrite`` to clear
+    (:func:`rla_train.cotrainer.run_dir.claim_run_dir`). A fresh run needs an empty directory, or ``overwrite`` to clear
     the earlier run's files; a resumed run continues from its newest intact checkpoint.
 
     Raises (before any work):
@@ -280,7 +280,7 @@ def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False
             or has no checkpoint to resume from.
         CorruptCheckpoint: resuming, but none of the run's checkpoints is intact.
     """
-    from rla_train.run_dir import claim_run_dir
+    from rla_train.cotrainer.run_dir import claim_run_dir
 
     resume = config.train.resume_from is not None
     run_dir = Path(config.train.resume_from or config.output.dir)
@@ -292,7 +292,7 @@ def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False
 
 def _check_inputs(config: TrainConfig) -> None:
     """The checks of :func:`train` that need no run directory: model names and both envs' options."""
-    from rla_train.builders import env_spec
+    from rla_train.cotrainer.play_setup import env_spec
     from rla_train.config.preflight import check_env_options
 
     config.check_models()
@@ -303,9 +303,9 @@ def _check_inputs(config: TrainConfig) -> None:
 
 def _resume_point(config: TrainConfig, run_dir: Path) -> Path:
     """The checkpoint a resumed run continues from: the newest intact one, at or below ``train.steps``."""
-    from rla_train.checkpoint import latest_checkpoint, load_meta
+    from rla_train.cotrainer.checkpoint import latest_checkpoint, load_meta
     from rla_train.config import ConfigError
-    from rla_train.run_dir import RunDirError
+    from rla_train.cotrainer.run_dir import RunDirError
 
     checkpoint = latest_checkpoint(run_dir)  # skips corrupt ones with a warning; raises if none is intact
     if checkpoint is None:
@@ -324,8 +324,8 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
     from transformers import set_seed
 
     from rla_envs.core.files import atomic_write_json
-    from rla_train.components import build_components
-    from rla_train.run_log import plot_run
+    from rla_train.cotrainer.components import build_components
+    from rla_train.cotrainer.run_log import plot_run
 
     config.save(run_dir / CONFIG_FILENAME)
     _phase(progress, f"run {run_dir} ({'resuming from ' + checkpoint.name if checkpoint else 'fresh'}, mode "
@@ -370,7 +370,7 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
 
 def _remove_empty_scratch(run_dir: Path) -> None:
     """TRL's trainers need an ``output_dir`` even when they save nothing there: drop those left empty."""
-    from rla_train.run_dir import SCRATCH_DIRS
+    from rla_train.cotrainer.run_dir import SCRATCH_DIRS
 
     for name in SCRATCH_DIRS:
         scratch = run_dir / name
@@ -380,7 +380,7 @@ def _remove_empty_scratch(run_dir: Path) -> None:
 
 def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, progress: bool) -> None:
     """Training steps ``step + 1 .. train.steps``: metrics logged every step, evaluations and checkpoints as due."""
-    from rla_train.run_log import RunLog
+    from rla_train.cotrainer.run_log import RunLog
 
     with RunLog(run_dir, total_steps=config.train.steps, start_step=step, progress=progress,
                 tensorboard=config.output.tensorboard) as log:

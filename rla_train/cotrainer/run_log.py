@@ -20,7 +20,7 @@ Metric names :func:`plot_run` knows (any other name is logged too, just not draw
 * ``success_rate`` (training rollouts), ``heldout_success_rate`` (evaluation steps only, drawn as points);
 * ``integrated_reward_mean`` (outcome + lambda * mean judgment), ``outcome_reward_mean``;
 * ``policy_loss``, ``rm_loss`` (or ``reward_model_loss``);
-* ``rm_process_accuracy``, ``rm_outcome_accuracy`` (or without ``rm_``; :mod:`rla_train.metrics`);
+* ``rm_process_accuracy``, ``rm_outcome_accuracy`` (or without ``rm_``; :mod:`rla_train.signals.metrics`);
 * ``zero_variance_fraction`` (share of this step's groups with no learning signal);
 * ``episodes_per_second``, ``steps_per_second`` (or ``..._per_s``);
 * ``pool_...`` from :func:`pool_metrics` (funnel counts, zero-variance fraction, mean difficulty).

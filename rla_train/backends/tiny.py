@@ -5,7 +5,7 @@ game text and Python code), wraps it with a ChatML chat template, and saves it b
 initialised ``Qwen2ForCausalLM``; the directory loads with ``AutoModelForCausalLM.from_pretrained`` and
 ``AutoTokenizer.from_pretrained``. :func:`tiny_model_path` builds that model once into the rla cache::
 
-    from rla_train.tiny import tiny_model_path
+    from rla_train.backends.tiny import tiny_model_path
     backend = make_backend("transformers", model=str(tiny_model_path()))
 
 The model's weights are random, so its text is gibberish; what it offers is the real machinery (a real
