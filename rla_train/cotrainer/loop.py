@@ -325,7 +325,7 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
 
     from rla_envs.core.files import atomic_write_json
     from rla_train.cotrainer.components import build_components
-    from rla_train.cotrainer.run_log import plot_run
+    from rla_train.cotrainer.plots import plot_run
 
     config.save(run_dir / CONFIG_FILENAME)
     _phase(progress, f"run {run_dir} ({'resuming from ' + checkpoint.name if checkpoint else 'fresh'}, mode "

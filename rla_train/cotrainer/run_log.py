@@ -1,4 +1,4 @@
-"""The co-trainer's run log: metrics to JSONL and TensorBoard, a progress bar with ETA, and a PNG at the end.
+"""The co-trainer's run log: metrics to JSONL and TensorBoard, and a progress bar with ETA.
 
 ::
 
@@ -6,7 +6,6 @@
         for step in range(steps_done + 1, 201):
             ...
             run_log.log(step, {"success_rate": 0.4, "policy_loss": 0.12, **pool_metrics(pool)})
-    plot_run("runs/alfworld", pool=pool)            # runs/alfworld/learning_curves.png
 
 Files under ``out_dir``:
 
@@ -15,7 +14,7 @@ Files under ``out_dir``:
   torn last line). None is written as null; NaN and infinities as Python's ``NaN``/``Infinity`` tokens.
 * ``tensorboard/`` - TensorBoard event files (``tensorboard --logdir out_dir/tensorboard``).
 
-Metric names :func:`plot_run` knows (any other name is logged too, just not drawn):
+Metric names :func:`~rla_train.cotrainer.plots.plot_run` knows (any other name is logged too, just not drawn):
 
 * ``success_rate`` (training rollouts), ``heldout_success_rate`` (evaluation steps only, drawn as points);
 * ``integrated_reward_mean`` (outcome + lambda * mean judgment), ``outcome_reward_mean``;
@@ -23,7 +22,8 @@ Metric names :func:`plot_run` knows (any other name is logged too, just not draw
 * ``rm_process_accuracy``, ``rm_outcome_accuracy`` (or without ``rm_``; :mod:`rla_train.signals.metrics`);
 * ``zero_variance_fraction`` (share of this step's groups with no learning signal);
 * ``episodes_per_second``, ``steps_per_second`` (or ``..._per_s``);
-* ``pool_...`` from :func:`pool_metrics` (funnel counts, zero-variance fraction, mean difficulty).
+* ``pool_...`` from :func:`~rla_train.cotrainer.pool_metrics.pool_metrics` (funnel counts, zero-variance
+  fraction, mean difficulty).
 
 ``step`` counts finished steps, like TRL's ``global_step``: ``log(step, ...)`` after ``step`` steps are
 done, so the bar shows ``step / total_steps`` (step 0 may hold metrics from before training). Resuming
@@ -31,7 +31,7 @@ with ``start_step=k`` (k steps done, as saved in the checkpoint) keeps the recor
 drops the later ones, which the resumed run redoes; TensorBoard is told to purge its events after k.
 ``start_step=0`` is a fresh run: an old ``metrics.jsonl`` in ``out_dir`` is emptied.
 
-torch, tensorboard and matplotlib are imported only when needed.
+torch's TensorBoard writer is imported only when ``tensorboard=True``.
 """
 
 from __future__ import annotations
@@ -40,16 +40,16 @@ import json
 import numbers
 import os
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from tqdm.auto import tqdm
 
 from rla_envs.core.errors import DataNotFound, MissingDependency
 from rla_envs.core.files import atomic_write_text
 
-__all__ = ["RunLog", "read_metrics", "plot_run", "pool_metrics", "METRICS_FILE", "TENSORBOARD_DIR",
-           "TENSORBOARD_INSTALL"]
+__all__ = ["RunLog", "read_metrics", "METRICS_FILE", "TENSORBOARD_DIR", "TENSORBOARD_INSTALL"]
 
 METRICS_FILE = "metrics.jsonl"
 TENSORBOARD_DIR = "tensorboard"
@@ -93,24 +93,6 @@ def _metrics_path(out_dir: str | os.PathLike) -> Path:
     return Path(out_dir) / METRICS_FILE
 
 
-def pool_metrics(pool) -> dict[str, float | int | None]:
-    """Scalars describing a TaskPool now, named ``pool_...``, ready for :meth:`RunLog.log`.
-
-    Funnel counts (generated, valid, proposed, accepted), the zero-variance fraction and effective sample
-    ratio over all recorded groups, the active tasks' mean difficulty (1 - posterior mean success), the
-    pool's episode count and validation rollouts. Does not change the pool.
-    """
-    from rla_envs.curriculum import plots
-
-    difficulty = [1.0 - pool.stats(task.id).mean for task in pool.active_tasks()]
-    values: dict[str, float | int | None] = {f"pool_{stage}": count for stage, count in plots.rewrite_funnel(pool).items()}
-    values.update({"pool_zero_variance_fraction": plots.zero_variance_fraction(pool)["total"],
-                   "pool_effective_sample_ratio": plots.effective_sample_ratio(pool),
-                   "pool_mean_difficulty": sum(difficulty) / len(difficulty),
-                   "pool_episodes": int(pool.episodes), "pool_validation_rollouts": int(pool.validation_rollouts)})
-    return values
-
-
 # ------------------------------------------------------------------------------------------ writing
 
 
@@ -149,8 +131,6 @@ class RunLog:
         if summary_writer is not None:
             self._writer = summary_writer(log_dir=str(self.out_dir / TENSORBOARD_DIR),
                                           purge_step=start_step + 1 if start_step else 0)
-        from tqdm.auto import tqdm
-
         self._bar = tqdm(total=total_steps, initial=start_step, unit="step", dynamic_ncols=True,
                          disable=not progress, desc=self.out_dir.name or "run")
 
@@ -202,11 +182,6 @@ class RunLog:
         else:
             self._bar.refresh()
 
-    def plot(self, png_path: str | os.PathLike | None = None, pool=None) -> Path:
-        """Write the learning-curves PNG of this run (see :func:`plot_run`)."""
-        self._file.flush()
-        return plot_run(self.out_dir, png_path, pool=pool)
-
     def close(self) -> None:
         """Flush and close the JSONL file, the TensorBoard writer and the bar; calling it again does nothing."""
         if self._closed:
@@ -225,7 +200,7 @@ class RunLog:
 
 
 def _summary_writer_class():
-    try:
+    try:  # torch: heavy, and only with tensorboard=True
         from torch.utils.tensorboard import SummaryWriter
     except ImportError as exc:
         raise MissingDependency(f"TensorBoard logging needs the 'tensorboard' package ({exc}); install it with: "
@@ -255,184 +230,3 @@ def _scalar(name: str, value: Any) -> float | int | None:
 
 def _json_line(record: Mapping[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False) + "\n"
-
-
-# ------------------------------------------------------------------------------------------ picture
-
-
-@dataclass(frozen=True)
-class _Panel:
-    """One axes of the PNG: lines for ``lines``, points for ``points``, ``secondary`` on a right-hand axis."""
-
-    title: str
-    lines: Sequence[str]
-    points: Sequence[str] = ()
-    secondary: Sequence[str] = ()
-    ylim: tuple[float, float] | None = None
-    labels: Mapping[str, str] = field(default_factory=dict)
-    ylabel: str = ""
-
-    def names(self) -> tuple[str, ...]:
-        return (*self.lines, *self.points, *self.secondary)
-
-
-PANELS = (
-    _Panel("Success rate", ["success_rate"], points=["heldout_success_rate", "probe_success_rate"],
-           ylim=(-0.02, 1.02), labels={"success_rate": "drawn training tasks", "heldout_success_rate": "held-out",
-                                       "probe_success_rate": "fixed training-game probe"}, ylabel="success rate"),
-    _Panel("Rewards", ["integrated_reward_mean", "outcome_reward_mean"],
-           labels={"integrated_reward_mean": "integrated (outcome + judgments)", "outcome_reward_mean": "outcome"},
-           ylabel="mean step reward"),
-    # GRPO's loss at ratio 1 is -mean(advantage), 0 for z-scored advantages: the gradient norm shows the update
-    _Panel("Updates (gradient norm before clipping)", ["policy_grad_norm", "rm_grad_norm"],
-           labels={"policy_grad_norm": "policy", "rm_grad_norm": "reward model"}, ylabel="gradient norm"),
-    _Panel("Reward-model accuracy", ["rm_process_accuracy", "process_accuracy", "rm_outcome_accuracy",
-                                     "outcome_accuracy"], points=["rm_probe_balanced_accuracy"], ylim=(-0.02, 1.02),
-           labels={"rm_process_accuracy": "process (steps)", "process_accuracy": "process (steps)",
-                   "rm_outcome_accuracy": "outcome (episode mean vote)", "outcome_accuracy": "outcome",
-                   "rm_probe_balanced_accuracy": "balanced, labelled probe"}, ylabel="accuracy"),
-    _Panel("The judge's effect on the policy", ["policy_advantage_changed_fraction", "judge_good_vote_fraction",
-                                                 "zero_variance_fraction"], ylim=(-0.02, 1.02),
-           labels={"policy_advantage_changed_fraction": "advantages changed by the judge",
-                   "judge_good_vote_fraction": "votes 'good'", "zero_variance_fraction": "all-equal groups"},
-           ylabel="fraction"),
-    _Panel("Task pool rewrites", ["pool_accepted_total"], points=["pool_triggered", "pool_measured"],
-           labels={"pool_accepted_total": "accepted (total)", "pool_triggered": "triggered this step",
-                   "pool_measured": "candidates measured this step"}, ylabel="rewrites"),
-)
-
-
-def _series(records: Sequence[Mapping[str, Any]], name: str) -> tuple[list[int], list[float]]:
-    """``(steps, values)`` of one metric, skipping records where it is absent or None."""
-    pairs = [(r["step"], r[name]) for r in records if isinstance(r.get(name), (int, float))]
-    return [p[0] for p in pairs], [float(p[1]) for p in pairs]
-
-
-_POINT_COLOURS = ("#e67e22", "#8e44ad", "#16a085")
-
-
-def _draw_panel(ax, panel: _Panel, records: Sequence[Mapping[str, Any]]) -> None:
-    drawn, twin = 0, None
-    for name in panel.names():
-        steps, values = _series(records, name)
-        if not steps:
-            continue
-        label = panel.labels.get(name, name)
-        target = ax
-        if name in panel.secondary:
-            twin = twin or ax.twinx()
-            target = twin
-            target.set_ylabel(label)
-        if name in panel.points:
-            colour = _POINT_COLOURS[panel.points.index(name) % len(_POINT_COLOURS)]
-            target.scatter(steps, values, s=22, zorder=3, label=label, color=colour, edgecolor="black",
-                           linewidth=0.4)
-        else:
-            style = {"marker": "o", "markersize": 3} if len(steps) <= 40 else {}
-            if target is twin:
-                style.update(linestyle="--", color="#e67e22")
-            target.plot(steps, values, label=label, **style)
-        drawn += 1
-    ax.set(title=panel.title, xlabel="step", ylabel=panel.ylabel)
-    if panel.ylim:
-        ax.set_ylim(*panel.ylim)
-    if not drawn:
-        ax.text(0.5, 0.5, "not logged", transform=ax.transAxes, ha="center", va="center", color="#7f8c8d")
-        ax.set_xticks([])
-        ax.set_yticks([])
-        return
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    handles, labels = ax.get_legend_handles_labels()
-    if twin is not None:
-        more = twin.get_legend_handles_labels()
-        handles, labels = handles + more[0], labels + more[1]
-    ax.legend(handles, labels, loc="best", fontsize=8)
-    ax.grid(alpha=0.3)
-
-
-def _draw_pool(ax, records: Sequence[Mapping[str, Any]], pool) -> None:
-    """The pool's difficulty: from the pool object when given, else from logged ``pool_mean_difficulty``."""
-    if pool is not None:
-        from rla_envs.curriculum.plots import draw_difficulty_over_time
-
-        draw_difficulty_over_time(ax, pool)
-        return
-    steps, values = _series(records, "pool_mean_difficulty")
-    if steps:
-        ax.plot(steps, values, marker="o", markersize=3, color="#2c3e50", label="mean difficulty (1 - success)")
-        ax.legend(loc="best", fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "not logged (pass pool= or log pool_metrics(pool))", transform=ax.transAxes,
-                ha="center", va="center", color="#7f8c8d")
-    ax.set(xlabel="step", ylabel="difficulty", ylim=(0, 1), title="Task pool difficulty over time")
-
-
-EVALUATION_STAGES = (("initial", "initial model"), ("before", "before co-training"), ("after", "after co-training"))
-"""The run's evaluation rounds in order: the summary key of each round (held-out; the probe's is ``probe_<key>``)."""
-
-
-def _draw_evaluations(ax, summary: Mapping[str, Any] | None) -> None:
-    """Held-out and fixed-probe success at each evaluation round, with 95% intervals and the counts."""
-    groups = [("held-out", ""), ("training-game probe", "probe_")]
-    colours = {"initial": "#95a5a6", "before": "#3498db", "after": "#27ae60"}
-    width, drawn = 0.26, set()
-    for g, (_, prefix) in enumerate(groups):
-        present = [(key, label) for key, label in EVALUATION_STAGES
-                   if isinstance((summary or {}).get(prefix + key), Mapping)]
-        for i, (key, label) in enumerate(present):
-            result = summary[prefix + key]
-            x = g + (i - (len(present) - 1) / 2) * width
-            rate = float(result["success_rate"])
-            error = [[rate - float(result["ci_low"])], [float(result["ci_high"]) - rate]]
-            ax.bar(x, rate, width * 0.92, yerr=error, capsize=4, color=colours[key],
-                   label=None if key in drawn else label)
-            ax.text(x, float(result["ci_high"]) + 0.02, f"{int(result['won'])}/{int(result['episodes'])}",
-                    ha="center", va="bottom", fontsize=8)
-            drawn.add(key)
-    ax.set(title="Success before and after co-training (95% intervals)", ylabel="success rate", ylim=(0, 1.05))
-    if not drawn:
-        ax.text(0.5, 0.5, "no evaluation in the summary", transform=ax.transAxes, ha="center", va="center",
-                color="#7f8c8d")
-        ax.set_xticks([])
-        return
-    ax.set_xticks(range(len(groups)), [name for name, _ in groups])
-    ax.legend(loc="upper left", fontsize=8)
-    ax.grid(alpha=0.3, axis="y")
-
-
-def plot_run(out_dir: str | os.PathLike, png_path: str | os.PathLike | None = None, pool=None,
-             summary: Mapping[str, Any] | None = None) -> Path:
-    """Write a PNG of a run's learning curves and the task pool's difficulty over time; returns its path.
-
-    Panels: success before and after co-training (held-out and the fixed training-game probe, from ``summary``:
-    the run's ``summary.json`` content or its evaluation history; read from ``out_dir/summary.json`` when not
-    given), then per step: success rate (held-out as points), rewards, gradient norms, reward-model
-    accuracies, the judge's effect, the pool's rewrites and its difficulty (drawn from ``pool`` - a TaskPool -
-    when given, else from logged ``pool_mean_difficulty``). A panel with nothing logged says so.
-    ``png_path`` defaults to ``out_dir/learning_curves.png``.
-    """
-    records = read_metrics(out_dir)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise MissingDependency("'matplotlib' is not installed; install it with: pip install matplotlib") from exc
-    png_path = Path(png_path) if png_path is not None else Path(out_dir) / "learning_curves.png"
-    png_path.parent.mkdir(parents=True, exist_ok=True)
-    if summary is None and (Path(out_dir) / "summary.json").is_file():
-        summary = json.loads((Path(out_dir) / "summary.json").read_text())
-    figure = plt.figure(figsize=(13, 18))
-    grid = figure.add_gridspec(4, 2)
-    cells = [figure.add_subplot(grid[index // 2, index % 2]) for index in range(8)]
-    _draw_evaluations(cells[0], summary)
-    for cell, panel in zip(cells[1:], PANELS):
-        _draw_panel(cell, panel, records)
-    _draw_pool(cells[len(PANELS) + 1], records, pool)
-    span = f", steps {records[0]['step']}-{records[-1]['step']}" if records else ""
-    figure.suptitle(f"{Path(out_dir).resolve().name}: {len(records)} records{span}", fontsize=13)
-    figure.tight_layout(rect=(0, 0, 1, 0.985))  # leave the title its own band
-    figure.savefig(png_path, dpi=100)
-    plt.close(figure)
-    return png_path
