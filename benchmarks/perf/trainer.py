@@ -152,7 +152,8 @@ class _OurSide:
     """A SampleTrainer updated on 16 ready samples (2 prompts x 8 completions, advantages +-1), timed per call."""
 
     def __init__(self, model_path: Path, prompts: list[list[int]], out_dir: str, total_steps: int):
-        from rla_train.cotrainer.policy_update import Sample, SampleTrainer
+        from rla_train.cotrainer.policy_update import SampleTrainer
+        from rla_train.signals.samples import Sample
 
         model, tokenizer = _load(model_path)
         self.trainer = SampleTrainer(model, tokenizer, _grpo_args(out_dir, 1), total_steps=total_steps)

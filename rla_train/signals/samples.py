@@ -1,7 +1,7 @@
 """From scored episodes to training samples: the policy's step samples and the reward model's judgment samples.
 
 A GRPO group is the list of episodes of one task. For the policy, each step's completion becomes one
-:class:`~rla_train.cotrainer.policy_update.Sample` whose advantage is that step's reward z-scored across the group at
+:class:`Sample` whose advantage is that step's reward z-scored across the group at
 the same step index (:func:`rla_train.signals.rewards.step_advantages`), with the step reward chosen by the mode:
 
 * outcome only:            R_i = O                       (GRPO on the outcome)
@@ -25,17 +25,39 @@ changes the policy's signal; the loop logs it as ``policy_advantage_changed_frac
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
-from rla_train.cotrainer.policy_update import Sample
 from rla_train.signals.rewards import (GROUP_FILTERS, OUTCOME_ENCODINGS, ROUNDING_TOLERANCE, consistency_rewards,
                                integrated_rewards, outcome_value, policy_task_filter, reward_model_task_filter,
                                step_advantages)
 
-__all__ = ["RewardSpec", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate",
+__all__ = ["Sample", "RewardSpec", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate",
            "advantage_changes", "advantage_change_fraction"]
+
+
+@dataclass
+class Sample:
+    """One (prompt, completion, advantage) triple for a policy-gradient update.
+
+    Attributes:
+        prompt_ids: the prompt's token ids (everything the model saw, env observations included).
+        completion_ids: the model's tokens (the only tokens in the loss).
+        advantage: applied to every completion token.
+        logprobs: the sampler's per-token log-probabilities (kept for off-policy corrections; optional).
+        info: anything to keep with the sample (episode, step, kind) for logs.
+        alternatives: for a choice policy, the token ids of every candidate it chose among
+            (``completion_ids`` is one of them); a trainer with ``choice_logprob=True`` needs them.
+    """
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    advantage: float
+    logprobs: list[float] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    alternatives: list[list[int]] | None = None
 
 
 @dataclass(frozen=True)

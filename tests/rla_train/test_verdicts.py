@@ -163,7 +163,8 @@ def test_reward_model_keeps_the_probability_per_judged_step(judge, prompts):
 def test_the_rm_trainer_trains_the_choice_it_made(judge, tiny_backend, prompts, tmp_path):
     # SampleTrainer(choice_logprob=True) on the judge's samples: a positive advantage on "+1" raises P(+1).
     from rla_train.cotrainer.components import grpo_args
-    from rla_train.cotrainer.policy_update import Sample, SampleTrainer
+    from rla_train.cotrainer.policy_update import SampleTrainer
+    from rla_train.signals.samples import Sample
     from rla_train.config.sections import RewardModelConfig
 
     generations = judge.generate(prompts[:8], n=2, sampling=SamplingParams(temperature=1.0, seed=3))
