@@ -391,8 +391,8 @@ def _choice_states(scorer, dataset, admissible_from_prompt) -> list[tuple[list[i
         expert = row["completion"][0]["content"]
         if len(commands) < 2 or expert not in commands:
             continue
-        _, prompt_ids = scorer.backend._encode(row["prompt"])
-        states.append((prompt_ids, [scorer._command_ids(c) for c in commands], commands.index(expert)))
+        _, prompt_ids = scorer.backend.encode(row["prompt"])
+        states.append((prompt_ids, [scorer.command_ids(c) for c in commands], commands.index(expert)))
     return states
 
 
@@ -403,7 +403,7 @@ def _listwise_step(scorer, batch, optimizer, score: str, likelihood_weight: floa
     optimizer.zero_grad(set_to_none=True)
     lengths = [len(p) + sum(map(len, cs)) for p, cs, _ in batch]
     total, hits = 0.0, 0
-    for chunk in scorer._row_chunks(lengths):
+    for chunk in scorer.row_chunks(lengths):
         rows = [batch[i] for i in chunk]
         per_token = scorer.packed_token_logprobs([p for p, _, _ in rows], [cs for _, cs, _ in rows])
         losses = []

@@ -133,7 +133,7 @@ class VerdictChoiceBackend:
         A listwise warm start of the judge should train on these ids with candidates
         ``[[good_token], [bad_token]]``: exactly what :meth:`generate` scores.
         """
-        encode = self.choice_backend.backend._encode
+        encode = self.choice_backend.backend.encode
         return [(text + self.prefix_text, ids + self.prefix_ids) for text, ids in map(encode, prompts)]
 
     def generate(self, prompts: Sequence[Prompt], n: int = 1,
