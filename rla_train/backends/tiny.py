@@ -106,7 +106,7 @@ def _names() -> tuple[list[str], list[str]]:
 def _code_text() -> list[str]:
     """Problem statements from rla_envs' bundled code problems, plus a little Python."""
     texts = [_CODE]
-    path = Path(__file__).resolve().parents[1] / "rla_envs" / "code" / "tasks" / "bundled_problems.json"
+    path = Path(__file__).resolve().parents[2] / "rla_envs" / "code" / "tasks" / "bundled_problems.json"
     try:
         problems = json.loads(path.read_text(encoding="utf-8"))["problems"]
     except (OSError, ValueError, KeyError):
