@@ -29,10 +29,12 @@ Qwen2.5 template.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator, registry
 
 import rla_envs  # noqa: F401  (registers the rla/* ids)
 from rla_envs.core.errors import ResetNeeded, did_you_mean
@@ -245,8 +247,6 @@ def task_dataset(env_id: str, n: int | None = None, seed: int = 0, **env_kwargs:
     Task as JSON, which :meth:`RlaEnvironment.reset` plays) and ``task_id``. Tasks are drawn without
     replacement from the env's task set with ``seed``.
     """
-    import random
-
     from datasets import Dataset
 
     if n is not None and n < 1:
@@ -293,8 +293,6 @@ def with_tool_template(tokenizer):
 # --------------------------------------------------------------------- helpers
 def _tool_class(env_id: str) -> type[RlaEnvironment]:
     """The adapter class for a registered rla env id, read from its entry point's ``family``."""
-    from gymnasium.envs.registration import load_env_creator, registry
-
     if env_id not in registry:
         ids = sorted(name for name in registry if name.startswith("rla/"))
         raise gym.error.UnregisteredEnv(f"no env registered as {env_id!r}.{did_you_mean(env_id, ids)}"
