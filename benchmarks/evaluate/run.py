@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from rla_envs.core.task import Task
-from rla_train.signals.metrics import outcome_accuracy, process_accuracy, success_summary
 from rla_train.rollout.records import append_records, read_records
+from rla_train.signals.metrics import outcome_accuracy, process_accuracy, success_summary
 
 __all__ = ["EvalSettings", "SPLIT_OPTIONS", "OWN_REWARD_MODEL", "split_options", "task_list", "evaluate_policy",
            "heldout_plan_for", "run_defaults", "pass_at_k", "task_type"]

@@ -23,8 +23,8 @@ def unit_test_metrics(writer, tasks: Sequence[Task], sampled: Sequence[Mapping[s
                       sandbox_backend: str = "local") -> dict[str, Any]:
     """``ut_accuracy``, ``detect_rate`` and counts, from ``samples`` sampled episodes per task (in task order)."""
     from rla_envs.code.sandbox import make_sandbox
-    from rla_train.signals.metrics import detect_rate, ut_accuracy
     from rla_train.reward_model import run_tests
+    from rla_train.signals.metrics import detect_rate, ut_accuracy
     from rla_train.signals.rewards import unit_test_correctness
 
     tests = writer.write(list(tasks))

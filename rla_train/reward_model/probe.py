@@ -131,8 +131,8 @@ def probe_reward_model(judge, probe: Probe, *, batch_size: int = 64) -> dict[str
         (the mean of P(good) on good steps and of 1 - P(good) on bad ones, at temperature 1), other judges' share
         of right votes; below ``balanced_accuracy`` when the judge is unsure (P(good) near 0.5).
     """
-    from rla_train.signals.metrics import auc_interval, balanced_accuracy, balanced_accuracy_interval, roc_auc
     from rla_train.reward_model.prompts import judge_chat
+    from rla_train.signals.metrics import auc_interval, balanced_accuracy, balanced_accuracy_interval, roc_auc
 
     if not len(probe):
         raise ValueError("the probe has no steps; build it with build_probe")

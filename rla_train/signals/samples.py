@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from rla_train.signals.rewards import (GROUP_FILTERS, OUTCOME_ENCODINGS, ROUNDING_TOLERANCE, consistency_rewards,
-                               integrated_rewards, outcome_value, policy_task_filter, reward_model_task_filter,
-                               step_advantages)
+                                       integrated_rewards, outcome_value, policy_task_filter, reward_model_task_filter,
+                                       step_advantages)
 
 __all__ = ["Sample", "RewardSpec", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate",
            "advantage_changes", "advantage_change_fraction"]

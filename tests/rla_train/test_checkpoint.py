@@ -17,7 +17,7 @@ import torch
 from rla_envs.core.task import Task
 from rla_envs.curriculum.pool import TaskPool
 from rla_train.cotrainer.checkpoint import (latest_checkpoint, list_checkpoints, load_meta, load_states, restore_rng,
-                                  save_checkpoint)
+                                            save_checkpoint)
 
 
 def _tasks():

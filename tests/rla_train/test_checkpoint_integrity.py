@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rla_train.cotrainer.checkpoint import (CheckpointWarning, CorruptCheckpoint, latest_checkpoint, load_meta, save_checkpoint,
-                                  verify_checkpoint)
+                                            verify_checkpoint)
 
 
 @pytest.fixture

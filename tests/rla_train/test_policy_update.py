@@ -112,8 +112,8 @@ def test_pad_samples_layout():
 
 
 def choice_logprob(trainer, prompt, alternatives, index):
-    from rla_train.backends.hf import TransformersBackend
     from rla_train.backends.choice import ChoiceBackend
+    from rla_train.backends.hf import TransformersBackend
 
     scorer = ChoiceBackend(TransformersBackend(trainer.model, trainer.processing_class))
     [scores] = scorer.token_logprobs([prompt], [alternatives])
@@ -123,8 +123,8 @@ def choice_logprob(trainer, prompt, alternatives, index):
 def test_choice_logprob_trains_the_choice_among_the_alternatives(trainer_factory):
     trainer, tokenizer = trainer_factory()
     trainer.choice_logprob = True  # as SampleTrainer(..., choice_logprob=True) sets it, with its scorer
-    from rla_train.backends.hf import TransformersBackend
     from rla_train.backends.choice import ChoiceBackend
+    from rla_train.backends.hf import TransformersBackend
 
     trainer._scorer = ChoiceBackend(TransformersBackend(trainer.model, tokenizer), method="packed")
     prompt = ids(tokenizer, PROMPT)

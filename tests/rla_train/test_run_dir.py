@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from rla_train.cotrainer.checkpoint import CorruptCheckpoint, save_checkpoint
 from rla_train.config import ConfigError, load_config
+from rla_train.cotrainer.checkpoint import CorruptCheckpoint, save_checkpoint
 from rla_train.cotrainer.run_dir import LOCK_FILE, RUN_FILES, RunDirError, claim_run_dir, lock_holder
 
 # a 2-game TextWorld run: only its config matters here, every refusal comes before a game or a model is loaded

@@ -162,10 +162,10 @@ def test_reward_model_keeps_the_probability_per_judged_step(judge, prompts):
 
 def test_the_rm_trainer_trains_the_choice_it_made(judge, tiny_backend, prompts, tmp_path):
     # SampleTrainer(choice_logprob=True) on the judge's samples: a positive advantage on "+1" raises P(+1).
+    from rla_train.config.sections import RewardModelConfig
     from rla_train.cotrainer.components import grpo_args
     from rla_train.cotrainer.policy_update import SampleTrainer
     from rla_train.signals.samples import Sample
-    from rla_train.config.sections import RewardModelConfig
 
     generations = judge.generate(prompts[:8], n=2, sampling=SamplingParams(temperature=1.0, seed=3))
     before = [g.good_probability for g in generations]
@@ -190,8 +190,8 @@ def test_it_needs_a_choice_backend_and_parseable_verdicts(tiny_backend):
 
 
 def test_components_wrap_a_choice_judge_in_the_verdict_chooser(tiny_backend):
-    from rla_train.cotrainer.play_setup import build_judge
     from rla_train.config import load_config
+    from rla_train.cotrainer.play_setup import build_judge
 
     config = load_config(None, ["reward_model.model=same-as-policy"], check_hardware=False)
     judge, model, _, _ = build_judge(config, tiny_backend.model, tiny_backend.tokenizer)

@@ -77,8 +77,8 @@ def test_a_few_listwise_steps_raise_the_experts_choice_probability(demonstration
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rla_train.backends.hf import TransformersBackend
     from rla_train.backends.choice import ChoiceBackend
+    from rla_train.backends.hf import TransformersBackend
 
     _, dataset = demonstrations
     rows = dataset.select(range(0, len(dataset), max(1, len(dataset) // 8)))
