@@ -45,7 +45,7 @@ def load_backend(name: str, model: str, *, base_url: str | None = None, **option
     from rla_train.backends import make_backend
 
     if model == TINY:
-        from rla_train.tiny import tiny_model_path
+        from rla_train.backends.tiny import tiny_model_path
 
         model = str(tiny_model_path())
     if name == "openai":

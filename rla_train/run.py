@@ -35,10 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(1)  # tiny models on CPU: one thread is ~10x faster than two (see DESIGN.md)
     elif "RLA_TORCH_THREADS" in os.environ:
         torch.set_num_threads(int(os.environ["RLA_TORCH_THREADS"]))
-    from rla_train.checkpoint import CorruptCheckpoint
     from rla_train.config import ConfigError
-    from rla_train.cotrain import format_summary, train
-    from rla_train.run_dir import RunDirError
+    from rla_train.cotrainer.checkpoint import CorruptCheckpoint
+    from rla_train.cotrainer.loop import format_summary, train
+    from rla_train.cotrainer.run_dir import RunDirError
 
     try:
         summary = train(config, overwrite=args.overwrite)

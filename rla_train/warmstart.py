@@ -12,8 +12,8 @@ and test prompts match::
 :func:`sft_warm_start` is TRL's :class:`~trl.SFTTrainer` in prompt-completion form (loss on the
 completion tokens only: the command and its end-of-turn token) on CPU. :func:`choice_sft` is the listwise
 alternative for a choice policy: the cross-entropy of the expert's command among all admissible commands,
-each scored as :class:`~rla_train.policies.ChoiceBackend` scores it when acting. :func:`choice_accuracy` is the
-cheap progress metric: how often a :class:`~rla_train.policies.ChoiceBackend` would pick the expert's
+each scored as :class:`~rla_train.backends.choice.ChoiceBackend` scores it when acting. :func:`choice_accuracy` is the
+cheap progress metric: how often a :class:`~rla_train.backends.choice.ChoiceBackend` would pick the expert's
 command on demonstration states (teacher-forced; use held-out tasks' demonstrations).
 :func:`policy_demonstrations` is DAgger's data: the states a policy reaches, labelled with the expert's command.
 """
@@ -136,7 +136,7 @@ def policy_demonstrations(backend, split: str = "train", n_tasks: int = 30, seed
     """DAgger data: the states a policy reaches, each labelled with the searching expert's command there.
 
     The policy (a generation backend answering the agent's chats, e.g. a
-    :class:`~rla_train.policies.ChoiceBackend` at temperature 1) plays ``n_tasks`` episodes, all in
+    :class:`~rla_train.backends.choice.ChoiceBackend` at temperature 1) plays ``n_tasks`` episodes, all in
     lockstep (one batched call per step); at every state the family's expert, which re-plans from
     whatever the agent did, says what it would do, and that becomes the completion. With ``expert_mix``
     > 0 the expert's own command is played instead of the policy's with that probability (DAgger's beta).
@@ -314,20 +314,20 @@ def choice_sft(model, tokenizer, dataset, *, steps: int = 300, lr: float = 3e-3,
                progress: bool = True, log_history: list | None = None):
     """Listwise warm start: train a choice policy to rank the expert's command first among the admissible ones.
 
-    Each demonstration state's candidates are scored exactly as :class:`~rla_train.policies.ChoiceBackend`
+    Each demonstration state's candidates are scored exactly as :class:`~rla_train.backends.choice.ChoiceBackend`
     scores them when acting (``log p(command + end-of-turn | prompt)``, summed or with ``score="mean"``
     averaged over its tokens), and the loss is the cross-entropy of the expert's command under
     ``softmax(scores)``: what decides the choice (``take`` vs ``go to``) gets all the gradient, rather than
     the shared tokens token-level SFT spends most of its loss on. All candidates of a state go through one
     packed forward pass with the prompt computed once
-    (:meth:`~rla_train.policies.ChoiceBackend.packed_token_logprobs`). AdamW, linear warm-up then
+    (:meth:`~rla_train.backends.choice.ChoiceBackend.packed_token_logprobs`). AdamW, linear warm-up then
     constant learning rate; data order and everything else fixed by ``seed``.
 
     Args:
         model: a causal LM, trained in place and returned (in eval mode).
         tokenizer: its tokenizer (renders the prompts with its chat template).
         dataset: rows with ``prompt``, ``completion`` (the expert's command) and, when present,
-            ``candidates`` (otherwise read from the prompt, see :func:`~rla_train.policies.admissible_from_prompt`),
+            ``candidates`` (otherwise read from the prompt, see :func:`~rla_train.backends.choice.admissible_from_prompt`),
             e.g. :func:`expert_demonstrations`. States with fewer than two candidates, or whose expert
             command is not among them, teach nothing and are skipped.
         steps: optimizer steps (``batch_size`` states each).
@@ -338,7 +338,7 @@ def choice_sft(model, tokenizer, dataset, *, steps: int = 300, lr: float = 3e-3,
         weight_decay: AdamW's weight decay.
         likelihood_weight: adds this times the expert command's mean per-token negative log-likelihood
             (token-level SFT's loss on the same rows, free here) to the listwise loss; 0 = listwise only.
-        score: ``"sum"`` or ``"mean"``, as the :class:`~rla_train.policies.ChoiceBackend` that will act.
+        score: ``"sum"`` or ``"mean"``, as the :class:`~rla_train.backends.choice.ChoiceBackend` that will act.
         max_batch_tokens: bounds one packed forward pass (states x packed width); a step may take several.
         seed: data order seed.
         progress: show a progress bar.
@@ -349,7 +349,7 @@ def choice_sft(model, tokenizer, dataset, *, steps: int = 300, lr: float = 3e-3,
     from tqdm.auto import tqdm
 
     from rla_train.backends.hf import TransformersBackend
-    from rla_train.policies import SCORE_REDUCTIONS, ChoiceBackend, admissible_from_prompt
+    from rla_train.backends.choice import SCORE_REDUCTIONS, ChoiceBackend, admissible_from_prompt
 
     if type(steps) is not int or steps < 1:
         raise ValueError(f"steps must be an int >= 1, got {steps!r}")
@@ -402,8 +402,8 @@ def _choice_states(scorer, dataset, admissible_from_prompt) -> list[tuple[list[i
         expert = row["completion"][0]["content"]
         if len(commands) < 2 or expert not in commands:
             continue
-        _, prompt_ids = scorer.backend._encode(row["prompt"])
-        states.append((prompt_ids, [scorer._command_ids(c) for c in commands], commands.index(expert)))
+        _, prompt_ids = scorer.backend.encode(row["prompt"])
+        states.append((prompt_ids, [scorer.command_ids(c) for c in commands], commands.index(expert)))
     return states
 
 
@@ -414,7 +414,7 @@ def _listwise_step(scorer, batch, optimizer, score: str, likelihood_weight: floa
     optimizer.zero_grad(set_to_none=True)
     lengths = [len(p) + sum(map(len, cs)) for p, cs, _ in batch]
     total, hits = 0.0, 0
-    for chunk in scorer._row_chunks(lengths):
+    for chunk in scorer.row_chunks(lengths):
         rows = [batch[i] for i in chunk]
         per_token = scorer.packed_token_logprobs([p for p, _, _ in rows], [cs for _, cs, _ in rows])
         losses = []
@@ -437,7 +437,7 @@ def choice_accuracy(backend, dataset, *, batch_size: int = 16) -> float:
     """Top-1 agreement of a choice policy with the expert on demonstration states (teacher-forced).
 
     Args:
-        backend: a :class:`~rla_train.policies.ChoiceBackend`; its greedy choice (the highest-scoring
+        backend: a :class:`~rla_train.backends.choice.ChoiceBackend`; its greedy choice (the highest-scoring
             admissible command, whatever its temperature) is compared with the demonstrated command.
         dataset: rows with ``prompt`` (a chat listing the admissible commands, as the agent builds it) and
             ``completion`` (``[{"role": "assistant", "content": command}]``), e.g. :func:`expert_demonstrations`
@@ -447,7 +447,7 @@ def choice_accuracy(backend, dataset, *, batch_size: int = 16) -> float:
     Returns:
         the fraction of rows whose top-scoring candidate is the expert's command.
     """
-    from rla_train.policies import admissible_from_prompt
+    from rla_train.backends.choice import admissible_from_prompt
 
     if len(dataset) == 0:
         raise ValueError("choice_accuracy needs at least one demonstration row")

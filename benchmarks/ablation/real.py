@@ -2,7 +2,7 @@
 
 Per seed (directories under ``OUT/real/seed-S/``):
 
-1. ``warm-start/`` — one run of ``rla_train.cotrain.train`` with ``train.steps=0`` in mode ``policy+reward``: the
+1. ``warm-start/`` — one run of ``rla_train.cotrainer.loop.train`` with ``train.steps=0`` in mode ``policy+reward``: the
    policy's SFT + listwise warm start and the reward model's warm start, saved as checkpoint 0. Every arm of the
    seed starts from these weights (the paired design).
 2. ``arm-NAME/`` — each arm trained from that checkpoint (its warm starts off, ``train.steps`` steps), evaluated
@@ -60,7 +60,7 @@ def _run(overrides: list[str], run_dir: Path, log: Callable[[str], None], label:
         log(f"real: {label}: done already ({summary_path})")
         return json.loads(summary_path.read_text())
     from rla_train.config import load_config
-    from rla_train.cotrain import train
+    from rla_train.cotrainer.loop import train
 
     started = time.perf_counter()
     config = load_config(None, [*overrides, f"output.dir={run_dir}"], check_hardware=False)
@@ -72,7 +72,7 @@ def _run(overrides: list[str], run_dir: Path, log: Callable[[str], None], label:
 def _outcomes(evaluation: dict | None, where: str) -> list[int]:
     if not evaluation or "outcomes" not in evaluation:
         raise KeyError(f"{where} has no per-episode 'outcomes' (1/0 per episode, task order); the paired tests need "
-                       "them: rla_train.cotrain.evaluate must record them")
+                       "them: rla_train.cotrainer.loop.evaluate must record them")
     return [int(v) for v in evaluation["outcomes"]]
 
 
@@ -84,7 +84,7 @@ def _split(setup: RealSetup, split: str) -> list[str]:
 def _curve(run_dir: Path) -> list[float]:
     """Success per training step: on the fixed training-game probe when it was played every step, else on the
     tasks the pool drew that step."""
-    from rla_train.run_log import read_metrics
+    from rla_train.cotrainer.run_log import read_metrics
 
     try:
         records = read_metrics(run_dir)
@@ -99,7 +99,7 @@ def _curve(run_dir: Path) -> list[float]:
 def run_real_arm(arm: Arm, seed: int, setup: RealSetup, out: Path, warm: Path,
                  log: Callable[[str], None] = print) -> dict[str, Any]:
     """Train ``arm`` from the seed's warm-start checkpoint ``warm``, then evaluate it in and out of domain."""
-    from rla_train.checkpoint import latest_checkpoint
+    from rla_train.cotrainer.checkpoint import latest_checkpoint
 
     base = [*setup.overrides, f"train.seed={seed}"]
     from_warm = [f"policy.model={warm / 'policy'}", "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0",
@@ -150,7 +150,7 @@ def finished_real_results(arms: Sequence[Arm], seeds: Sequence[int], out: str | 
 def run_real(arms: Sequence[Arm], seeds: Sequence[int], setup: RealSetup, out: str | Path,
              log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """For each seed: one shared warm start, then every arm trained from it and evaluated (see the module doc)."""
-    from rla_train.checkpoint import list_checkpoints, verify_checkpoint
+    from rla_train.cotrainer.checkpoint import list_checkpoints, verify_checkpoint
 
     results = []
     for seed in seeds:

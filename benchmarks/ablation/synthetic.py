@@ -8,11 +8,11 @@ real co-trainer uses:
   won when every step succeeds. :class:`SyntheticFamily` implements the curriculum's family hooks
   (``describe``, ``apply_rewrite``, ``validate``, ``mutate``: harder = +0.5 offset or one more step).
 * **Policy**: one logit θ_k per skill (a Bernoulli policy per step: good or bad). Its update is REINFORCE with
-  the advantages :func:`rla_train.samples.policy_samples` computes (outcome-only / integrated / reward-only
+  the advantages :func:`rla_train.signals.samples.policy_samples` computes (outcome-only / integrated / reward-only
   step rewards, z-scored per step index, zero advantages dropped): θ_k += lr · mean_samples A·(a − p).
 * **Judge**: each of m votes on a step equals the step's true label with probability c, else the opposite.
   ``noisy_oracle`` arms fix c = a; the ``model`` judge starts at c₀ (its "warm start") and, in the modes that
-  train it, learns c = σ(φ) by REINFORCE on :func:`rla_train.samples.reward_model_samples` (the consistency
+  train it, learns c = σ(φ) by REINFORCE on :func:`rla_train.signals.samples.reward_model_samples` (the consistency
   reward R_i·S_ij, z-scored within the step, tasks in [0.2, 0.8] only).
 * **Environment**: a :class:`~rla_envs.curriculum.pool.TaskPool` draws the tasks of every step; in the full
   method :func:`rla_envs.curriculum.adapt.adapt` rewrites the too-hard / too-easy ones with
@@ -37,7 +37,7 @@ import numpy as np
 from benchmarks.ablation.arms import Arm
 from rla_envs.core.errors import InvalidTask, RewriteRejected
 from rla_envs.core.task import Task
-from rla_train.samples import RewardSpec, policy_samples, reward_model_samples
+from rla_train.signals.samples import RewardSpec, policy_samples, reward_model_samples
 
 __all__ = ["SyntheticSetup", "SyntheticFamily", "make_task", "run_synthetic_arm", "run_synthetic"]
 

@@ -6,9 +6,9 @@
     source.name, source.model, source.action_mode, source.agent_options
 
 A run directory (``RUN/checkpoints/step-NNNNNN/{policy,reward_model}/`` beside ``RUN/config.yaml``, as
-:mod:`rla_train.cotrain` writes it) resolves to its latest checkpoint. A checkpoint directory resolves to its
+:mod:`rla_train.cotrainer.loop` writes it) resolves to its latest checkpoint. A checkpoint directory resolves to its
 ``policy/`` model. When the run's ``config.yaml`` is there, :attr:`PolicySource.run_config` holds it and the
-policy is evaluated the way the run evaluated it (:mod:`rla_train.builders`: agent, action mode, env options,
+policy is evaluated the way the run evaluated it (:mod:`rla_train.cotrainer.play_setup`: agent, action mode, env options,
 held-out task list, seeds, sampling; command-line options still win). ``expert`` and ``random`` name the
 reference agents (:mod:`benchmarks.evaluate.agents`).
 """
@@ -46,7 +46,7 @@ class PolicySource:
         model: the model directory (or hub id) for ``kind == "model"``.
         checkpoint: the checkpoint directory it came from (None for a plain model directory).
         action_mode: ``text`` / ``index`` / ``choice`` from the run's config (None: not recorded).
-        agent_options: agent options from the run's config (:func:`rla_train.builders.agent_options`).
+        agent_options: agent options from the run's config (:func:`rla_train.cotrainer.play_setup.agent_options`).
         env_options: the env options of the run's held-out evaluation (``env.options`` + ``env.eval_options``
             + ``max_steps``).
         verdict_mode: the run's ``reward_model.verdict_mode`` (None: not recorded).
@@ -88,7 +88,7 @@ def _run_settings(config) -> dict[str, Any]:
     """The :class:`PolicySource` fields a run's config sets ({} without one)."""
     if config is None:
         return {}
-    from rla_train.builders import agent_options, heldout_plan
+    from rla_train.cotrainer.play_setup import agent_options, heldout_plan
 
     return {"action_mode": config.policy.action_mode, "agent_options": agent_options(config),
             "env_options": dict(heldout_plan(config).env.kwargs), "verdict_mode": config.reward_model.verdict_mode,
@@ -97,7 +97,7 @@ def _run_settings(config) -> dict[str, Any]:
 
 def _latest(run_dir: Path) -> Path:
     """The run's newest intact checkpoint (a corrupt newer one is skipped with a warning)."""
-    from rla_train.checkpoint import latest_checkpoint
+    from rla_train.cotrainer.checkpoint import latest_checkpoint
 
     checkpoint = latest_checkpoint(run_dir)  # CorruptCheckpoint (a ValueError) when none is intact
     if checkpoint is None:
@@ -107,14 +107,14 @@ def _latest(run_dir: Path) -> Path:
 
 
 def _checkpoint_source(checkpoint: Path, name: str) -> PolicySource:
-    from rla_train.checkpoint import verify_checkpoint
+    from rla_train.cotrainer.checkpoint import verify_checkpoint
 
     if (checkpoint / "meta.json").is_file():
         verify_checkpoint(checkpoint)  # a checkpoint named on purpose: corrupt is an error, not a fallback
     model = checkpoint / "policy"
     if not _is_model_dir(model):
         raise FileNotFoundError(f"checkpoint {checkpoint} has no policy model ({model}/config.json); "
-                                "pass a checkpoint written by rla_train.cotrain or a model directory")
+                                "pass a checkpoint written by rla_train.cotrainer.loop or a model directory")
     rm = checkpoint / "reward_model"
     return PolicySource(name=name, kind="model", model=str(model), checkpoint=checkpoint,
                         reward_model=str(rm) if _is_model_dir(rm) else None,
@@ -170,7 +170,7 @@ def resolve_reward_model(spec: str | os.PathLike) -> tuple[str, str | None]:
     if (path / "checkpoints").is_dir():
         path = _latest(path)
     if (path / "policy").is_dir():
-        from rla_train.checkpoint import verify_checkpoint
+        from rla_train.cotrainer.checkpoint import verify_checkpoint
 
         if (path / "meta.json").is_file():
             verify_checkpoint(path)

@@ -8,7 +8,7 @@
 
 The task list comes from the seed alone (the engine's ``sample_tasks``) and is written beside the results, so
 every policy of a comparison plays the same tasks. Each task is played once through the rollout engine as a
-run's held-out evaluation plays it (:mod:`rla_train.builders`): episode ``k`` resets with the seed + 7919 + ``k``;
+run's held-out evaluation plays it (:mod:`rla_train.cotrainer.play_setup`): episode ``k`` resets with the seed + 7919 + ``k``;
 a policy from a run acts with the run's agent, action mode and ``train.eval_temperature`` (others greedily; a
 ``choice`` policy then takes the argmax command), so ``--policy RUN`` reproduces the run's own final held-out
 numbers. With a reward model every step is judged ``m`` times and compared with the expert step labels
@@ -35,8 +35,8 @@ import numpy as np
 from rla_envs.core.labels import has_step_labels, step_labels
 from rla_envs.core.registry import family_spec
 from rla_envs.core.task import Task
-from rla_train.metrics import outcome_accuracy, process_accuracy, success_summary
 from rla_train.rollout.records import append_records, read_records
+from rla_train.signals.metrics import outcome_accuracy, process_accuracy, success_summary
 
 __all__ = ["EvalSettings", "DEFAULT_SPLIT", "OWN_REWARD_MODEL", "split_options", "task_list", "evaluate_policy",
            "heldout_plan_for", "run_defaults", "pass_at_k", "task_type"]
@@ -105,7 +105,7 @@ def run_defaults(sources: Sequence[Any]) -> dict[str, Any]:
     Raises:
         ValueError: two runs evaluated differently (names the flag that makes them play alike).
     """
-    from rla_train.builders import heldout_plan
+    from rla_train.cotrainer.play_setup import heldout_plan
 
     found: dict[str, tuple[Any, str]] = {}
     flags = {"env_id": "--env", "split": "--split", "episodes": "--episodes", "seed": "--seed",
@@ -204,7 +204,7 @@ def _play(engine, tasks: Sequence[Task], path: Path, *, group_size: int = 1, jud
           one_pass: bool = False) -> list[dict]:
     """Play ``group_size`` episodes of every task not yet in ``path``, one engine batch at a time; all records.
 
-    ``one_pass``: one episode of every task in one engine pass (:func:`rla_train.builders.play_heldout`, the
+    ``one_pass``: one episode of every task in one engine pass (:func:`rla_train.cotrainer.play_setup.play_heldout`, the
     trainer's evaluation), written when it ends: a file holding only some of them is refused.
     """
     from tqdm.auto import tqdm
@@ -246,7 +246,7 @@ def _play(engine, tasks: Sequence[Task], path: Path, *, group_size: int = 1, jud
 
 def _play_all(engine, tasks: Sequence[Task], path: Path, *, judge=None, desc: str = "") -> list[dict]:
     """One episode of every task in one pass, as the trainer evaluates; their records, appended to ``path``."""
-    from rla_train.builders import play_heldout
+    from rla_train.cotrainer.play_setup import play_heldout
 
     episodes = play_heldout(engine, tasks, desc=desc)
     labels = [None] * len(episodes)
@@ -297,10 +297,10 @@ def _summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------- backends
 def _policy(source, settings: EvalSettings):
-    """(agent, backend, action mode) for a resolved policy (a run's as :mod:`rla_train.builders` builds them)."""
+    """(agent, backend, action mode) for a resolved policy (a run's as :mod:`rla_train.cotrainer.play_setup` builds them)."""
     from benchmarks.evaluate.agents import ReferenceAgent, echo_backend
     from rla_train.agents import make_agent
-    from rla_train.builders import policy_backend, policy_dtype
+    from rla_train.cotrainer.play_setup import policy_backend, policy_dtype
 
     if source.kind != "model":
         return ReferenceAgent(source.kind, family_spec(settings.env_id).name), echo_backend(), source.kind
@@ -321,14 +321,14 @@ def _policy(source, settings: EvalSettings):
 def heldout_plan_for(source, settings: EvalSettings, split: str):
     """How ``source`` plays ``split``: its run's held-out evaluation, with the command's settings over it.
 
-    A :class:`rla_train.builders.HeldOutPlan`: the env (the run's env options, then ``--env-option``, then the
+    A :class:`rla_train.cotrainer.play_setup.HeldOutPlan`: the env (the run's env options, then ``--env-option``, then the
     split), ``settings.episodes`` tasks drawn with ``settings.seed``, the engine seeded as the trainer seeds its
     held-out engine, and the sampling and ``num_envs`` of the run (``--temperature``, ``--max-new-tokens`` and
     ``--num-envs`` win; without a run: greedy, 64 tokens, 16 envs). Reference agents play greedily.
     """
     from benchmarks.evaluate.agents import env_spec
     from rla_train.backends.base import SamplingParams
-    from rla_train.builders import HeldOutPlan, heldout_engine_seed, heldout_plan
+    from rla_train.cotrainer.play_setup import HeldOutPlan, heldout_engine_seed, heldout_plan
 
     config = source.run_config if source.kind == "model" else None
     run = heldout_plan(config) if config is not None else None
@@ -375,7 +375,7 @@ def _text_backend(model: str, settings: EvalSettings, *, choice: bool = False):
                          f"transformers, not {settings.backend!r}")
     backend = _loaded_backend(model, settings)
     if choice:
-        from rla_train.policies import ChoiceBackend
+        from rla_train.backends.choice import ChoiceBackend
 
         return ChoiceBackend(backend, temperature=0.0)
     return backend
@@ -433,7 +433,7 @@ def _test_writer(settings: EvalSettings, spec: tuple[str, str]):
 def evaluate_policy(source, tasks: Sequence[Task], settings: EvalSettings, *, split: str, out: Path) -> dict[str, Any]:
     """Evaluate one policy on one split's tasks (resuming from ``out``); returns the result dict."""
     from rla_train.backends.base import SamplingParams
-    from rla_train.builders import heldout_engine
+    from rla_train.cotrainer.play_setup import heldout_engine
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

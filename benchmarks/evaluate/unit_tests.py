@@ -2,9 +2,9 @@
 
 For every task the reward model writes tests (:class:`~rla_train.reward_model.UnitTestWriter`); they run
 against the ``k`` programs the policy sampled for pass@k. A test is correct when every correct program passes
-it (:func:`rla_train.rewards.unit_test_correctness`; undetermined when no program is correct). **UT accuracy**
+it (:func:`rla_train.signals.rewards.unit_test_correctness`; undetermined when no program is correct). **UT accuracy**
 is the share of determined tests that are correct; **Detect rate** the share of wrong programs that fail at least
-one correct test (:mod:`rla_train.metrics`). Both pool all tasks.
+one correct test (:mod:`rla_train.signals.metrics`). Both pool all tasks.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ def unit_test_metrics(writer, tasks: Sequence[Task], sampled: Sequence[Mapping[s
                       sandbox_backend: str = "local") -> dict[str, Any]:
     """``ut_accuracy``, ``detect_rate`` and counts, from ``samples`` sampled episodes per task (in task order)."""
     from rla_envs.code.sandbox import make_sandbox
-    from rla_train.metrics import detect_rate, ut_accuracy
     from rla_train.reward_model import run_tests
-    from rla_train.rewards import unit_test_correctness
+    from rla_train.signals.metrics import detect_rate, ut_accuracy
+    from rla_train.signals.rewards import unit_test_correctness
 
     tests = writer.write(list(tasks))
     correctness: list[bool | None] = []

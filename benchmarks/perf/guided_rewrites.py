@@ -286,7 +286,7 @@ def edit_effects(tasks: list[Task], *, max_steps: int, rollouts: int = 16, scree
 
 def summarize(comparisons: list[TaskComparison]) -> dict:
     """Per-arm counts and rates, and the paired difference of the mean move (guided - undirected)."""
-    from rla_train.metrics import wilson_interval
+    from rla_train.signals.metrics import wilson_interval
 
     summary: dict = {"triggered": len(comparisons),
                      "directions": dict(Counter(c.direction for c in comparisons))}

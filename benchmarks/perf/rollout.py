@@ -93,8 +93,8 @@ def batched_speedup(quick: bool) -> Metric:
     from rla_train.agents import TextGameAgent
     from rla_train.backends import make_backend
     from rla_train.backends.base import SamplingParams
+    from rla_train.backends.tiny import tiny_model_path
     from rla_train.rollout.engine import RolloutEngine
-    from rla_train.tiny import tiny_model_path
 
     import os
 

@@ -2,7 +2,7 @@
 
 * **step_time_ratio_vs_trl**: one optimizer step on the same batch on both sides: 16 sequences of a
   200-token prompt and a 16-token completion (2 prompts x 8 generations), micro-batches of 8 accumulated
-  twice, the tiny random-init Qwen2 of :func:`rla_train.tiny.tiny_model_path`, float32, CPU, one thread.
+  twice, the tiny random-init Qwen2 of :func:`rla_train.backends.tiny.tiny_model_path`, float32, CPU, one thread.
   Both trainers get the same ``GRPOConfig``: TRL's default loss (``dapo``), ``beta=0`` (no reference
   model), clipping on, gradient checkpointing off, constant learning rate, AdamW, ``max_grad_norm=1``;
   only ``gradient_accumulation_steps`` differs (TRL 2, SampleTrainer 1, see :func:`_grpo_args`).
@@ -63,7 +63,7 @@ def _prompt_ids(tokenizer, count: int, length: int) -> list[list[int]]:
     TRL tokenizes text prompts itself, so each one is a window of the tiny model's corpus whose decoded
     text re-encodes to the same ids.
     """
-    from rla_train.tiny import default_corpus
+    from rla_train.backends.tiny import default_corpus
 
     ids = tokenizer("".join(default_corpus(seed=1)), add_special_tokens=False)["input_ids"]
     prompts: list[list[int]] = []
@@ -152,7 +152,8 @@ class _OurSide:
     """A SampleTrainer updated on 16 ready samples (2 prompts x 8 completions, advantages +-1), timed per call."""
 
     def __init__(self, model_path: Path, prompts: list[list[int]], out_dir: str, total_steps: int):
-        from rla_train.policy_update import Sample, SampleTrainer
+        from rla_train.cotrainer.policy_update import SampleTrainer
+        from rla_train.signals.samples import Sample
 
         model, tokenizer = _load(model_path)
         self.trainer = SampleTrainer(model, tokenizer, _grpo_args(out_dir, 1), total_steps=total_steps)
@@ -185,7 +186,7 @@ def step_time_ratio_vs_trl(quick: bool) -> Metric:
     """CPU seconds per optimizer step: SampleTrainer.update vs a plain GRPOTrainer step minus its rollout."""
     import torch
 
-    from rla_train.tiny import tiny_model_path
+    from rla_train.backends.tiny import tiny_model_path
 
     torch.set_num_threads(1)
     rounds, steps_per_round = (2, 2) if quick else (6, 4)

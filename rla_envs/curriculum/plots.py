@@ -132,7 +132,7 @@ def plot(pool, path: str | os.PathLike, *, title: str | None = None) -> Path:
 
 
 def draw_difficulty_over_time(ax, pool) -> None:
-    """Draw the pool's mean difficulty by episode on matplotlib axes ``ax`` (also used by rla_train.run_log)."""
+    """Draw the pool's mean difficulty by episode on matplotlib axes ``ax`` (also used by rla_train.cotrainer.plots)."""
     episodes, difficulty = difficulty_over_time(pool)
     if episodes:
         ax.plot(episodes, difficulty, marker="o", markersize=3, color="#2c3e50", label="mean difficulty (1 - success)")

@@ -49,7 +49,7 @@ class TextGameAgent(ChatAgent):
             :class:`GameMemory` of the episode, last command and answer, admissible commands; ~4x shorter
             prompts on ALFWorld, and Markovian, so ``history_window`` does not apply). With
             ``show_admissible="none"`` the commands are not printed but carried in the user turn's
-            ``"admissible_actions"`` key, where :class:`~rla_train.policies.ChoiceBackend` reads its candidates.
+            ``"admissible_actions"`` key, where :class:`~rla_train.backends.choice.ChoiceBackend` reads its candidates.
         system_prompt, history_window: see :class:`~rla_train.agents.base.ChatAgent` (default window: 10 steps).
     """
 

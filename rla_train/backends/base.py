@@ -90,7 +90,7 @@ class Sample:
             sampling temperature (temperature 1 for greedy decoding), before top-p/top-k truncation.
             Empty when the backend cannot report them (some OpenAI-compatible servers).
         finish_reason: ``"stop"`` (end-of-turn token or stop string) or ``"length"`` (max_new_tokens).
-        alternatives: for a choice policy (:class:`~rla_train.policies.ChoiceBackend`), the token ids of
+        alternatives: for a choice policy (:class:`~rla_train.backends.choice.ChoiceBackend`), the token ids of
             every candidate it chose among, ``token_ids`` being one of them (None for free text): what a
             policy-gradient update on the choice distribution needs.
     """

@@ -20,7 +20,7 @@ from typing import Any
 
 from rla_train.backends.base import Generation, Prompt, Sample, SamplingParams, check_prompts, is_chat
 
-__all__ = ["TransformersBackend"]
+__all__ = ["TransformersBackend", "eval_mode"]
 
 END_OF_TURN = "<|im_end|>"
 
@@ -138,7 +138,7 @@ class TransformersBackend:
                              "template; pass text prompts or set tokenizer.chat_template")
         return self.tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=False)
 
-    def _encode(self, prompt: Prompt) -> tuple[str, list[int]]:
+    def encode(self, prompt: Prompt) -> tuple[str, list[int]]:
         """(rendered text, token ids): chats carry their own special tokens, plain text gets the tokenizer's."""
         text = self.render(prompt)
         ids = self.tokenizer(text, add_special_tokens=not is_chat(prompt))["input_ids"]
@@ -172,10 +172,10 @@ class TransformersBackend:
 
         prompts = check_prompts(prompts, n)
         sampling = sampling or SamplingParams()
-        encoded = [self._encode(prompt) for prompt in prompts]
+        encoded = [self.encode(prompt) for prompt in prompts]
         rows = [ids for _, ids in encoded for _ in range(n)]  # prompt-major: prompt 0's n samples first
         samples: list[Sample] = []
-        with _eval_mode(self.model), torch.inference_mode(), self._seeded(sampling.seed):
+        with eval_mode(self.model), torch.inference_mode(), self._seeded(sampling.seed):
             for chunk in self._chunks(len(rows)):
                 samples.extend(self._generate_rows([rows[i] for i in chunk], sampling))
         return [Generation(prompt=text, prompt_ids=ids, samples=samples[i * n:(i + 1) * n])
@@ -249,10 +249,10 @@ class TransformersBackend:
         for prompt, continuation in zip(prompts, continuations):
             if not isinstance(continuation, str):
                 raise TypeError(f"continuations must be strings, got {type(continuation).__name__}")
-            _, prompt_ids = self._encode(prompt)
+            _, prompt_ids = self.encode(prompt)
             pairs.append((prompt_ids, self.tokenizer(continuation, add_special_tokens=False)["input_ids"]))
         scores: list[float] = []
-        with _eval_mode(self.model), torch.inference_mode():
+        with eval_mode(self.model), torch.inference_mode():
             for chunk in self._chunks(len(pairs)):
                 scores.extend(self._score_rows([pairs[i] for i in chunk]))
         return scores
@@ -287,7 +287,7 @@ class TransformersBackend:
         self.model = self.tokenizer = None
 
 
-class _eval_mode:
+class eval_mode:
     """A context manager that puts a module in eval mode and restores every submodule's mode afterwards."""
 
     def __init__(self, module):

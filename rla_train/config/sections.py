@@ -106,7 +106,7 @@ class RewardModelConfig(_Section):
                            "models, which cannot yet write a parseable verdict; needs backend=transformers)",
                            choices=("text", "choice"))
     judgments_per_step: int = _f(3, "m: independent judgments of every step", ge=1, fix="the paper uses m = 3")
-    step_reward_weight: float = _f(1.0, "λ in R_i = O + (λ/m)·Σ_j S_ij (rla_train.rewards.integrated_rewards lam)",
+    step_reward_weight: float = _f(1.0, "λ in R_i = O + (λ/m)·Σ_j S_ij (rla_train.signals.rewards.integrated_rewards lam)",
                                    alias="lam", ge=0, fix="the paper uses λ = 1")
     learning_rate: float = _f(1e-4, "AdamW learning rate of the reward model (TRL learning_rate)", alias="lr", gt=0)
     optimizer: dict[str, Any] = _f({"lr_scheduler_type": "linear"}, "optimizer fields that differ for the reward "
@@ -123,7 +123,7 @@ class RewardModelConfig(_Section):
                                       "gradient_checkpointing)")
     updates_per_step: int = _f(1, "reward-model optimizer steps per training step", ge=1)
     task_filter_low: float = _f(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
-    task_filter_high: float = _f(0.8, "... and <= this (rla_train.rewards.reward_model_task_filter)", ge=0, le=1)
+    task_filter_high: float = _f(0.8, "... and <= this (rla_train.signals.rewards.reward_model_task_filter)", ge=0, le=1)
     max_completion_length: int = _f(32, "most tokens per judgment (reasoning + \\boxed{±1})", alias="max_new_tokens",
                                     ge=1)
     temperature: float = _f(1.0, "sampling temperature of judgments (1 keeps the m votes independent)", gt=0)

@@ -9,7 +9,7 @@
 * :class:`UnitTestWriter`, :func:`run_tests`, :func:`program_correct`: the coding variant, where the
   reward model writes unit tests that run against the policy's programs in the code sandbox.
 
-The rewards computed from votes and pass matrices are pure maths in :mod:`rla_train.rewards`.
+The rewards computed from votes and pass matrices are pure maths in :mod:`rla_train.signals.rewards`.
 """
 
 from rla_train.reward_model.diagnoser import RewardModelDiagnoser

@@ -7,7 +7,7 @@
 
 Votes are +1 (good step), -1 (bad step) or 0 (the answer had no readable box). The answers are kept:
 :attr:`Episode.judgment_texts` for episodes and :attr:`JudgeReport.texts` for every trajectory. The
-policy and reward-model rewards computed from these votes live in :mod:`rla_train.rewards`.
+policy and reward-model rewards computed from these votes live in :mod:`rla_train.signals.rewards`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ of the ``m`` votes on a step is the label (good -> +1, bad -> -1), flipped indep
 ``1 - accuracy``: accuracy 1 repeats the labels, 0 contradicts them, 0.5 is pure noise.
 
 **Undetermined steps vote 0.** A step the expert cannot label (taken from a state it cannot win from
-within its step budget) gets ``m`` votes of 0, what :mod:`rla_train.rewards` reads as "unparseable":
+within its step budget) gets ``m`` votes of 0, what :mod:`rla_train.signals.rewards` reads as "unparseable":
 it adds nothing to the step reward ``R_i = O + (λ/m)·Σ_j S_ij``, so the outcome alone rewards that step
 (a random ±1 would add noise the accuracy does not describe, and a fixed one a bias). The consistency
 reward of a 0 vote (-2) only matters for a trained judge, and this one is never trained: the
@@ -85,7 +85,7 @@ class NoisyOracleJudge:
 
     Implements what the co-trainer and :class:`~rla_train.reward_model.RewardModelDiagnoser` call on a
     :class:`~rla_train.reward_model.RewardModel`: :meth:`judge` and :attr:`judgments_per_step`. It is never
-    trained (build it with no reward-model weights: ``rla_train.components`` returns no ``rm_model``).
+    trained (build it with no reward-model weights: ``rla_train.cotrainer.components`` returns no ``rm_model``).
 
     Args:
         accuracy: the probability that each vote equals the label (``reward_model.oracle_accuracy``).

@@ -96,7 +96,7 @@ def _vote_scores(judge, probe: Probe) -> tuple[list[float], list[bool], list[flo
     trajectories."""
     import copy
 
-    from rla_train.metrics import majority_vote
+    from rla_train.signals.metrics import majority_vote
 
     index: dict[int, int] = {}
     tasks, trajectories = [], []
@@ -126,13 +126,13 @@ def probe_reward_model(judge, probe: Probe, *, batch_size: int = 64) -> dict[str
 
     Returns:
         ``{"balanced_accuracy", "auc", "vote_balanced_accuracy", "recall_good", "recall_bad", "steps", "good", "bad",
-        "balanced_accuracy_ci", "auc_ci"}`` (the two intervals: approximate 95%, see :mod:`rla_train.metrics`).
+        "balanced_accuracy_ci", "auc_ci"}`` (the two intervals: approximate 95%, see :mod:`rla_train.signals.metrics`).
         ``vote_balanced_accuracy`` is that of one vote as training samples it: a choice judge's expected one
         (the mean of P(good) on good steps and of 1 - P(good) on bad ones, at temperature 1), other judges' share
         of right votes; below ``balanced_accuracy`` when the judge is unsure (P(good) near 0.5).
     """
-    from rla_train.metrics import auc_interval, balanced_accuracy, balanced_accuracy_interval, roc_auc
     from rla_train.reward_model.prompts import judge_chat
+    from rla_train.signals.metrics import auc_interval, balanced_accuracy, balanced_accuracy_interval, roc_auc
 
     if not len(probe):
         raise ValueError("the probe has no steps; build it with build_probe")

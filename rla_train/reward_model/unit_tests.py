@@ -12,7 +12,7 @@ storage format (:mod:`rla_envs.code.tasks.formats`): ``{"stdin", "stdout"}`` or 
 examples hold a tuple in that place. Bad JSON, a wrong shape or wrong types make an invalid test with
 the reason; nothing the model writes raises. Tests run through :func:`rla_envs.code.grading.grade` on a
 task derived with the generated tests as its hidden tests. The rewards computed from the pass matrix
-live in :mod:`rla_train.rewards`.
+live in :mod:`rla_train.signals.rewards`.
 """
 
 from __future__ import annotations

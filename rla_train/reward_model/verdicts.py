@@ -17,7 +17,7 @@ conditioned on a different verdict, so they are noise for an untrained model and
 **What the reward model trains on is what decided.** Each returned :class:`~rla_train.backends.base.Generation`
 has the prompt's ids followed by the shared prefix as ``prompt_ids``; each sample's ``token_ids`` is the one
 parting token chosen, its ``logprobs`` that token's log-probability, and its ``alternatives`` the two parting
-tokens. A :class:`~rla_train.policy_update.SampleTrainer` built with ``choice_logprob=True`` therefore trains
+tokens. A :class:`~rla_train.cotrainer.policy_update.SampleTrainer` built with ``choice_logprob=True`` therefore trains
 exactly ``log softmax`` over the two verdicts, the distribution the verdicts were drawn from (at
 temperature 1); without it, it trains the parting token's log-probability over the whole vocabulary. The
 sample's ``text`` is the whole verdict, which :func:`~rla_train.reward_model.parsing.parse_verdict` reads.
@@ -25,7 +25,7 @@ sample's ``text`` is the whole verdict, which :func:`~rla_train.reward_model.par
 **The probability of "good" is kept** per judged step: each Generation is a :class:`VerdictGeneration` whose
 ``good_probability`` is the chance that a vote on that step is +1 (so ``report.generations[t][i]
 .good_probability`` after :meth:`RewardModel.judge`), and :attr:`VerdictChoiceBackend.last_choices` holds
-one :class:`~rla_train.policies.Choice` per prompt of the latest call. Paper-scale judges reason in text
+one :class:`~rla_train.backends.choice.Choice` per prompt of the latest call. Paper-scale judges reason in text
 instead (``reward_model.verdict_mode=text``).
 """
 
@@ -76,7 +76,7 @@ def good_verdict_probability(good_logprob: float, bad_logprob: float, temperatur
     """The probability of choosing the good verdict: ``softmax([good, bad] / T)[0] = sigmoid((good - bad) / T)``.
 
     Temperature 0 is greedy: 1.0 when ``good >= bad`` (a tie goes to the first verdict, as
-    :class:`~rla_train.policies.ChoiceBackend` breaks ties), else 0.0. For example
+    :class:`~rla_train.backends.choice.ChoiceBackend` breaks ties), else 0.0. For example
     ``good_verdict_probability(-6.0, -7.0, 1.0) = 1 / (1 + e^-1) = 0.7311`` and at ``T = 2``
     ``1 / (1 + e^-0.5) = 0.6225``.
     """
@@ -95,7 +95,7 @@ class VerdictChoiceBackend:
     """Answers each prompt with one of ``verdicts``, chosen at the token where they part (see the module docstring).
 
     Args:
-        choice_backend: a :class:`~rla_train.policies.ChoiceBackend` over the reward model's
+        choice_backend: a :class:`~rla_train.backends.choice.ChoiceBackend` over the reward model's
             TransformersBackend (its scorer, tokenizer and end-of-turn token are used; its ``temperature``,
             when set, overrides each call's sampling temperature, as it does for the policy).
         verdicts: ``(good, bad)`` answer strings; they must parse as +1 and -1 and differ in a token.
@@ -103,7 +103,7 @@ class VerdictChoiceBackend:
     Attributes:
         prefix_ids: the tokens both verdicts start with (part of every Generation's ``prompt_ids``).
         good_token, bad_token: the parting tokens.
-        last_choices: one :class:`~rla_train.policies.Choice` per prompt of the latest :meth:`generate`
+        last_choices: one :class:`~rla_train.backends.choice.Choice` per prompt of the latest :meth:`generate`
             call (``scores``: the two parting tokens' log-probabilities; ``probabilities``: the choice's).
     """
 
@@ -133,7 +133,7 @@ class VerdictChoiceBackend:
         A listwise warm start of the judge should train on these ids with candidates
         ``[[good_token], [bad_token]]``: exactly what :meth:`generate` scores.
         """
-        encode = self.choice_backend.backend._encode
+        encode = self.choice_backend.backend.encode
         return [(text + self.prefix_text, ids + self.prefix_ids) for text, ids in map(encode, prompts)]
 
     def generate(self, prompts: Sequence[Prompt], n: int = 1,
@@ -141,7 +141,7 @@ class VerdictChoiceBackend:
         """``n`` verdicts per prompt, sampled at ``sampling.temperature`` (0 = the likelier one)."""
         import torch
 
-        from rla_train.policies import Choice
+        from rla_train.backends.choice import Choice
 
         prompts = check_prompts(prompts, n)
         sampling = sampling or SamplingParams()

@@ -20,7 +20,7 @@ from benchmarks.ablation.stats import mcnemar_exact
 from benchmarks.ablation.synthetic import (SyntheticFamily, SyntheticSetup, _episode, _judge, _policy_gradient,
                                            make_task, run_synthetic)
 from rla_envs.core.errors import InvalidTask, RewriteRejected
-from rla_train.samples import RewardSpec, policy_samples
+from rla_train.signals.samples import RewardSpec, policy_samples
 
 SMALL = SyntheticSetup(eval_episodes=200)
 

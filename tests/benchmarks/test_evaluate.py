@@ -57,9 +57,9 @@ def reference_out(games, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """A run directory as rla_train.cotrain lays it out: config.yaml + two checkpoints of a tiny random-init model."""
+    """A run directory as rla_train.cotrainer.loop lays it out: config.yaml + two checkpoints of a tiny random-init model."""
+    from rla_train.backends.tiny import build_tiny_model
     from rla_train.config import TrainConfig
-    from rla_train.tiny import build_tiny_model
 
     run = tmp_path_factory.mktemp("run")
     model = build_tiny_model(run / "model")

@@ -9,16 +9,16 @@ pytest.importorskip("transformers")
 
 from benchmarks.evaluate.checkpoints import resolve_policy, resolve_reward_model  # noqa: E402
 from benchmarks.evaluate.cli import main  # noqa: E402
-from rla_train.checkpoint import CheckpointWarning, CorruptCheckpoint, save_checkpoint  # noqa: E402
+from rla_train.cotrainer.checkpoint import CheckpointWarning, CorruptCheckpoint, save_checkpoint  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    """A run with checkpoints 1 and 2 of a tiny model (policy and reward model), as rla_train.cotrain saves them."""
+    """A run with checkpoints 1 and 2 of a tiny model (policy and reward model), as rla_train.cotrainer.loop saves them."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rla_train.tiny import build_tiny_model
+    from rla_train.backends.tiny import build_tiny_model
 
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("eval-errors")

@@ -40,12 +40,11 @@ def run(alfworld_cache, tmp_path_factory):  # noqa: F811
     """A finished run directory, its summary, and the transcripts of its held-out evaluations (before, after)."""
     import torch
 
-    import rla_train.builders
-    from rla_train.cotrain import train
+    from rla_train.cotrainer import loop
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # on 2 shared cores, more threads make the tiny model far slower
-    played, play = [], rla_train.builders.play_heldout
+    played, play = [], loop.play_heldout
 
     def recording(engine, tasks, **kwargs):  # the trainer's own held-out episodes, as it plays them
         episodes = play(engine, tasks, **kwargs)
@@ -53,10 +52,10 @@ def run(alfworld_cache, tmp_path_factory):  # noqa: F811
         return episodes
 
     patch = pytest.MonkeyPatch()
-    patch.setattr(rla_train.builders, "play_heldout", recording)
+    patch.setattr(loop, "play_heldout", recording)  # the name the loop calls
     run_dir = tmp_path_factory.mktemp("run")
     try:
-        summary = train(load_config(None, [*RUN, f"output.dir={run_dir}"]), progress=False)
+        summary = loop.train(load_config(None, [*RUN, f"output.dir={run_dir}"]), progress=False)
     finally:
         patch.undo()
         torch.set_num_threads(threads)

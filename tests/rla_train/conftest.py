@@ -16,7 +16,7 @@ except ImportError:  # pragma: no cover - torch is a core dependency
 def tiny_model_path(tmp_path_factory):
     """A tiny random-init Qwen2 model with a trained ChatML tokenizer, in a session temp dir."""
     pytest.importorskip("transformers")
-    from rla_train.tiny import build_tiny_model
+    from rla_train.backends.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 

@@ -166,7 +166,7 @@ def test_compact_prompt_is_one_short_turn_with_memory_last_answer_and_commands()
     assert text.endswith("Last: heat apple 2 with microwave 1 -> You heat the apple 2 using the microwave 1.\n"
                          "At: microwave 1 (closed). Holding: apple 2 (hot).")  # the state nearest the answer
     assert "Welcome" not in text and "bread" not in text  # no banner, no replay of old answers
-    from rla_train.policies import admissible_from_prompt
+    from rla_train.backends.choice import admissible_from_prompt
     assert admissible_from_prompt(chat) == admissible  # every admissible command stays a candidate
     # the prompt does not grow with the episode: it has the same shape at step 0 and at step 6
     first = TextGameAgent(prompt_style="compact").prompt(Episode(task_id="t", observations=[OPENING], infos=infos[:1]))

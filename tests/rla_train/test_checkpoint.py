@@ -16,8 +16,8 @@ import torch
 
 from rla_envs.core.task import Task
 from rla_envs.curriculum.pool import TaskPool
-from rla_train.checkpoint import (latest_checkpoint, list_checkpoints, load_meta, load_states, restore_rng,
-                                  save_checkpoint)
+from rla_train.cotrainer.checkpoint import (latest_checkpoint, list_checkpoints, load_meta, load_states, restore_rng,
+                                            save_checkpoint)
 
 
 def _tasks():
@@ -73,7 +73,7 @@ def test_keep_last_prunes_old_steps_and_stale_temporaries_are_ignored(tmp_path):
 def test_sigkill_during_saves_never_leaves_a_torn_checkpoint(tmp_path):
     script = textwrap.dedent(f"""
         import torch
-        from rla_train.checkpoint import save_checkpoint
+        from rla_train.cotrainer.checkpoint import save_checkpoint
         big = {{"weights": torch.randn(500_000)}}
         step = 0
         while True:

@@ -9,8 +9,8 @@ import warnings
 import pytest
 import torch
 
-from rla_train.checkpoint import (CheckpointWarning, CorruptCheckpoint, latest_checkpoint, load_meta, save_checkpoint,
-                                  verify_checkpoint)
+from rla_train.cotrainer.checkpoint import (CheckpointWarning, CorruptCheckpoint, latest_checkpoint, load_meta, save_checkpoint,
+                                            verify_checkpoint)
 
 
 @pytest.fixture

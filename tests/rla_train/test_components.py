@@ -5,8 +5,8 @@ from __future__ import annotations
 from rla_envs.code.tasks.bundled import bundled_tasks
 from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter
 from rla_train.backends.scripted import ScriptedBackend
-from rla_train.components import BackendText, _rewriter, grpo_args
 from rla_train.config import TrainConfig, load_config
+from rla_train.cotrainer.components import BackendText, _rewriter, grpo_args
 
 
 def test_llm_rewriter_runs_on_the_policy_backend_and_rejects_garbage_with_reasons():

@@ -50,7 +50,7 @@ def metrics(run_dir):
 
 @pytest.mark.parametrize("mode", list(MODES))
 def test_every_mode_trains_what_it_should(mode, alfworld_cache, tmp_path, capsys):
-    from rla_train.cotrain import train
+    from rla_train.cotrainer.loop import train
     from rla_train.run import where_the_run_is
 
     extra = ["reward_model.model=null"] if mode == "outcome_only" else []

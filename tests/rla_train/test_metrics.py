@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rla_train import metrics as m
+from rla_train.signals import metrics as m
 
 
 def test_majority_vote():

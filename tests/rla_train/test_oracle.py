@@ -178,8 +178,8 @@ def test_config_takes_the_oracle_for_families_with_step_labels_only():
 
 
 def test_components_build_the_oracle_without_a_model_so_nothing_trains_it():
-    from rla_train.builders import build_judge
     from rla_train.config import load_config
+    from rla_train.cotrainer.play_setup import build_judge
 
     config = load_config(None, ["reward_model.kind=noisy_oracle", "reward_model.oracle_accuracy=0.7",
                                 "reward_model.judgments_per_step=5", "train.seed=4"], check_hardware=False)

@@ -6,7 +6,7 @@ import pytest
 
 from rla_train.agents.text_games import TextGameAgent
 from rla_train.backends.base import GenerationBackend, SamplingParams
-from rla_train.policies import ChoiceBackend, admissible_from_prompt
+from rla_train.backends.choice import ChoiceBackend, admissible_from_prompt
 from rla_train.rollout.engine import RolloutEngine
 from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
@@ -125,7 +125,7 @@ def test_mean_score_divides_each_candidates_log_likelihood_by_its_token_count(ti
     summed.generate(prompts)
     mean = ChoiceBackend(tiny_backend, temperature=0.0, score="mean")
     mean.generate(prompts)
-    lengths = [len(summed._command_ids(c)) for c in COMMANDS]
+    lengths = [len(summed.command_ids(c)) for c in COMMANDS]
     # two scoring passes in float32: equal up to float noise, far below the 1e-4 allowed here
     assert mean.last_choices[0].scores == pytest.approx([s / n for s, n in zip(summed.last_choices[0].scores, lengths)],
                                                         abs=1e-4)

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import math
 
+import inspect
+
 import pytest
 import torch
+from trl import GRPOTrainer
 
-from rla_train.policy_update import Sample, pad_samples
+from rla_train.cotrainer.policy_update import (TRL_ATTRIBUTES, TRL_LOSS_INPUTS, TRL_METHODS, SampleTrainer,
+                                               pad_samples)
+from rla_train.signals.samples import Sample
 
 PROMPT = "<|im_start|>user\nwhere now?<|im_end|>\n<|im_start|>assistant\n"
 
@@ -16,8 +21,6 @@ PROMPT = "<|im_start|>user\nwhere now?<|im_end|>\n<|im_start|>assistant\n"
 def trainer_factory(tiny_model_path, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
-
-    from rla_train.policy_update import SampleTrainer
 
     def make(*, mini_batches=1, kl_reference="initial", **options):
         model = AutoModelForCausalLM.from_pretrained(tiny_model_path)
@@ -28,6 +31,16 @@ def trainer_factory(tiny_model_path, tmp_path):
         return SampleTrainer(model, tokenizer, args, total_steps=10, mini_batches=mini_batches,
                              kl_reference=kl_reference), tokenizer
     return make
+
+
+def test_the_trl_internals_sample_trainer_relies_on_are_there(trainer_factory):
+    assert [name for name in TRL_METHODS if not callable(getattr(GRPOTrainer, name, None))] == []
+    trainer, _ = trainer_factory()
+    assert [name for name in TRL_ATTRIBUTES if not hasattr(trainer, name)] == []
+    loss_source = inspect.getsource(GRPOTrainer.compute_loss) + inspect.getsource(GRPOTrainer._compute_loss)
+    assert [key for key in TRL_LOSS_INPUTS if f'"{key}"' not in loss_source] == []
+    assert "current_gradient_accumulation_steps" in loss_source
+    assert set(pad_samples([Sample([1], [2], 1.0)], 0)) == set(TRL_LOSS_INPUTS[:6])
 
 
 def ids(tokenizer, text):
@@ -99,8 +112,8 @@ def test_pad_samples_layout():
 
 
 def choice_logprob(trainer, prompt, alternatives, index):
+    from rla_train.backends.choice import ChoiceBackend
     from rla_train.backends.hf import TransformersBackend
-    from rla_train.policies import ChoiceBackend
 
     scorer = ChoiceBackend(TransformersBackend(trainer.model, trainer.processing_class))
     [scores] = scorer.token_logprobs([prompt], [alternatives])
@@ -110,8 +123,8 @@ def choice_logprob(trainer, prompt, alternatives, index):
 def test_choice_logprob_trains_the_choice_among_the_alternatives(trainer_factory):
     trainer, tokenizer = trainer_factory()
     trainer.choice_logprob = True  # as SampleTrainer(..., choice_logprob=True) sets it, with its scorer
+    from rla_train.backends.choice import ChoiceBackend
     from rla_train.backends.hf import TransformersBackend
-    from rla_train.policies import ChoiceBackend
 
     trainer._scorer = ChoiceBackend(TransformersBackend(trainer.model, tokenizer), method="packed")
     prompt = ids(tokenizer, PROMPT)
@@ -130,8 +143,6 @@ def test_choice_logprob_trains_the_choice_among_the_alternatives(trainer_factory
 def test_choice_logprob_with_several_iterations(trainer_factory, tiny_model_path, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
-
-    from rla_train.policy_update import SampleTrainer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
     args = GRPOConfig(output_dir=str(tmp_path), learning_rate=1e-3, per_device_train_batch_size=2, num_generations=2,

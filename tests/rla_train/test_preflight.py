@@ -61,7 +61,7 @@ def test_env_options_the_env_rejects_fail_with_the_field(options, match):
 
 
 def test_train_checks_env_options_before_touching_the_run_directory(tmp_path):
-    from rla_train.cotrain import train
+    from rla_train.cotrainer.loop import train
 
     run_dir = tmp_path / "run"
     config = load_config(None, [*SMALL, *ALFWORLD, "env.train_options={split: bogus}", f"output.dir={run_dir}"])
@@ -83,8 +83,8 @@ def test_the_command_line_prints_one_line_for_a_bad_model_name(tmp_path, capsys)
 @pytest.mark.slow
 def test_train_steps_zero_warm_starts_evaluates_and_saves_step_zero(alfworld_cache, tmp_path):
     """train.steps=0 is a legal run (the ablation's warm start and its out-of-domain evaluation): end to end."""
-    from rla_train.checkpoint import latest_checkpoint
-    from rla_train.cotrain import train
+    from rla_train.cotrainer.checkpoint import latest_checkpoint
+    from rla_train.cotrainer.loop import train
     from tests.rla_train.test_cotrain import SMALL as TINY_RUN
 
     config = load_config(None, [*TINY_RUN, "train.steps=0", "train.mode=outcome_only", "reward_model.model=null",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rla_train import rewards as rw
+from rla_train.signals import rewards as rw
 
 
 def test_outcome_value():

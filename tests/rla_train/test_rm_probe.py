@@ -115,7 +115,7 @@ def test_judges_without_a_choice_backend_are_scored_by_their_majority_vote(probe
 
 
 def test_untrained_tiny_reward_model_on_the_probe(tiny_backend, probe):
-    from rla_train.policies import ChoiceBackend
+    from rla_train.backends.choice import ChoiceBackend
     from rla_train.reward_model import RewardModel
     from rla_train.reward_model.verdicts import VerdictChoiceBackend
 

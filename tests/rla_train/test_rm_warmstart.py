@@ -120,8 +120,8 @@ def test_warm_start_memorises_a_small_labelled_set(tiny_model_path, detour_episo
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from rla_train.backends.choice import ChoiceBackend
     from rla_train.backends.hf import TransformersBackend
-    from rla_train.policies import ChoiceBackend
     from rla_train.reward_model import RewardModel
     from rla_train.reward_model.probe import Probe, probe_reward_model
     from rla_train.reward_model.verdicts import VerdictChoiceBackend

@@ -11,9 +11,9 @@ import textwrap
 
 import pytest
 
-from rla_train.checkpoint import CorruptCheckpoint, save_checkpoint
 from rla_train.config import ConfigError, load_config
-from rla_train.run_dir import LOCK_FILE, RUN_FILES, RunDirError, claim_run_dir, lock_holder
+from rla_train.cotrainer.checkpoint import CorruptCheckpoint, save_checkpoint
+from rla_train.cotrainer.run_dir import LOCK_FILE, RUN_FILES, RunDirError, claim_run_dir, lock_holder
 
 # a 2-game TextWorld run: only its config matters here, every refusal comes before a game or a model is loaded
 SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_level: 2}", "env.train_options={}",
@@ -27,7 +27,7 @@ def holder(tmp_path):
     run_dir = tmp_path / "run"
     script = textwrap.dedent(f"""
         import sys, time
-        from rla_train.run_dir import claim_run_dir
+        from rla_train.cotrainer.run_dir import claim_run_dir
         with claim_run_dir({str(run_dir)!r}):
             print("held", flush=True)
             time.sleep(600)
@@ -91,7 +91,7 @@ def test_a_run_directory_that_is_a_file_is_refused(tmp_path):
 
 
 def _train(overrides, **kwargs):
-    from rla_train.cotrain import train
+    from rla_train.cotrainer.loop import train
 
     return train(load_config(None, [*SMALL, *overrides], check_hardware=False), progress=False, **kwargs)
 

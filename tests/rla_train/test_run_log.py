@@ -1,4 +1,4 @@
-"""RunLog: JSONL + TensorBoard metrics, resume without duplicates, and the learning-curves PNG."""
+"""RunLog: JSONL + TensorBoard metrics, resume without duplicates; pool_metrics; and the learning-curves PNG (plots)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 from rla_envs.core.errors import DataNotFound, MissingDependency
 from rla_envs.core.task import Task
 from rla_envs.curriculum.pool import PoolConfig, TaskPool
-from rla_train.run_log import (METRICS_FILE, PANELS, TENSORBOARD_DIR, RunLog, _draw_evaluations, _draw_panel, plot_run,
-                               pool_metrics,
-                               read_metrics)
+from rla_train.cotrainer.plots import PANELS, draw_evaluations, draw_panel, plot_run
+from rla_train.cotrainer.pool_metrics import pool_metrics
+from rla_train.cotrainer.run_log import METRICS_FILE, TENSORBOARD_DIR, RunLog, read_metrics
 
 
 def _metrics(step: int) -> dict:
@@ -181,7 +181,7 @@ def test_png_without_pool_has_reasonable_size_and_handles_missing_metrics(run_di
     assert width >= 800 and height >= 800 and path.stat().st_size > 20_000
     with RunLog(tmp_path, total_steps=3, tensorboard=False, progress=False) as run_log:
         run_log.log(0, {"success_rate": 0.5})  # only one metric: the other panels say "not logged"
-        sparse = run_log.plot(tmp_path / "pictures" / "sparse.png")
+    sparse = plot_run(tmp_path, tmp_path / "pictures" / "sparse.png")
     assert _png_size(sparse) == (width, height)
 
 
@@ -210,12 +210,12 @@ def test_panels_draw_every_logged_metric_and_say_not_logged_otherwise(run_dir):
     records = read_metrics(run_dir)
     figure, axes = plt.subplots(1, 3)
     by_title = {panel.title: panel for panel in PANELS}
-    _draw_panel(axes[0], by_title["Success rate"], records)
+    draw_panel(axes[0], by_title["Success rate"], records)
     assert len(axes[0].lines) == 1 and len(axes[0].collections) == 1  # training line, held-out points
     assert len(axes[0].collections[0].get_offsets()) == 2  # held-out at steps 0 and 3 only
-    _draw_panel(axes[1], by_title["Updates (gradient norm before clipping)"], records)
+    draw_panel(axes[1], by_title["Updates (gradient norm before clipping)"], records)
     assert sorted(line.get_label() for line in axes[1].lines) == ["policy", "reward model"]
-    _draw_panel(axes[2], by_title["Rewards"], [{"step": 1, "success_rate": 0.5}])
+    draw_panel(axes[2], by_title["Rewards"], [{"step": 1, "success_rate": 0.5}])
     assert not axes[2].lines and axes[2].texts[0].get_text() == "not logged"
     plt.close(figure)
 
@@ -233,13 +233,13 @@ def test_evaluation_panel_draws_each_round_with_its_interval_and_counts():
     summary = {"initial": result(0, 64), "before": result(10, 64), "after": result(11, 64),
                "probe_before": result(22, 64), "probe_after": result(26, 64), "rm_probe_before": {"x": 1}}
     figure, (ax, empty) = plt.subplots(1, 2)
-    _draw_evaluations(ax, summary)
+    draw_evaluations(ax, summary)
     heights = [round(bar.get_height(), 4) for bar in ax.patches]
     assert heights == [0.0, round(10 / 64, 4), round(11 / 64, 4), round(22 / 64, 4), round(26 / 64, 4)]
     assert [t.get_text() for t in ax.texts] == ["0/64", "10/64", "11/64", "22/64", "26/64"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["held-out", "training-game probe"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["initial model", "before co-training",
                                                                    "after co-training"]
-    _draw_evaluations(empty, None)
+    draw_evaluations(empty, None)
     assert not empty.patches and "no evaluation" in empty.texts[0].get_text()
     plt.close(figure)

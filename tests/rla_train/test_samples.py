@@ -7,8 +7,8 @@ import pytest
 
 from rla_train.backends.base import Generation, Sample as GenSample
 from rla_train.rollout.episode import Episode, StepRecord
-from rla_train.samples import (RewardSpec, advantage_change_fraction, advantage_changes, policy_samples,
-                               reward_model_samples, step_rewards)
+from rla_train.signals.samples import (RewardSpec, advantage_change_fraction, advantage_changes, policy_samples,
+                                       reward_model_samples, step_rewards)
 
 
 def episode(won, judgments, error=None):

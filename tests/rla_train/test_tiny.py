@@ -1,16 +1,19 @@
-"""Tests for rla_train.tiny: tiny local models that load with the Auto classes and never download anything."""
+"""Tests for rla_train.backends.tiny: tiny local models that load with the Auto classes and never download anything."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+
+import rla_envs
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from rla_train import tiny  # noqa: E402
-from rla_train.tiny import build_tiny_model, default_corpus  # noqa: E402
+from rla_train.backends import tiny  # noqa: E402
+from rla_train.backends.tiny import build_tiny_model, default_corpus  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +98,8 @@ def test_default_corpus_is_deterministic_and_covers_games_and_code():
     text = "\n".join(corpus)
     for needle in ("go to", "take", "heat", "cool", "clean", "examine", "inventory", "fridge", "FizzBuzz", "def "):
         assert needle in text, needle
+    bundled = json.loads((Path(rla_envs.__file__).parent / "code" / "tasks" / "bundled_problems.json").read_text())
+    assert all(problem["statement"] in text for problem in bundled["problems"])  # the code problems' own words
 
 
 def test_bad_shapes_are_refused_with_the_fix(tmp_path):

@@ -125,8 +125,8 @@ def test_a_config_asking_for_what_the_family_lacks_fails_at_load():
 
 
 def test_one_co_training_step_on_the_toy_family(tmp_path):
-    from rla_train.cotrain import train
-    from rla_train.tiny import tiny_model_path
+    from rla_train.cotrainer.loop import train
+    from rla_train.backends.tiny import tiny_model_path
 
     torch.set_num_threads(1)
     config = load_config(None, [*RUN, f"output.dir={tmp_path}"], check_hardware=False)

@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from rla_train.trl_env import (
+from rla_train.adapters.trl_env import (
     EPISODE_OVER,
     CodeEnvironment,
     TextGameEnvironment,
@@ -147,7 +147,7 @@ def test_grpo_trainer_trains_on_the_code_env(tiny_model_path, tmp_path, monkeypa
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from rla_train.trl_env import with_tool_template
+    from rla_train.adapters.trl_env import with_tool_template
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

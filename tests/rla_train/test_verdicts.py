@@ -51,7 +51,7 @@ def prompts():
 
 @pytest.fixture
 def judge(tiny_backend):
-    from rla_train.policies import ChoiceBackend
+    from rla_train.backends.choice import ChoiceBackend
 
     return VerdictChoiceBackend(ChoiceBackend(tiny_backend))
 
@@ -103,7 +103,7 @@ def test_untrained_judge_says_good_and_bad_in_equal_shares(judge, prompts):
 def test_summed_scoring_of_unequal_verdicts_was_biased_to_good(tiny_backend, prompts):
     # The bug this module fixes: \boxed{-1} is one token longer than \boxed{1}; an untrained model pays
     # ~log(1024) = 6.9 nats for it, so with summed log-likelihood P(+1) ~ 1 - e^-7 on every prompt.
-    from rla_train.policies import ChoiceBackend
+    from rla_train.backends.choice import ChoiceBackend
 
     old = ChoiceBackend(tiny_backend, score="sum")
     old.choose(prompts, [["\\boxed{1}", "\\boxed{-1}"]] * len(prompts), sampling=SamplingParams(temperature=1.0))
@@ -162,9 +162,10 @@ def test_reward_model_keeps_the_probability_per_judged_step(judge, prompts):
 
 def test_the_rm_trainer_trains_the_choice_it_made(judge, tiny_backend, prompts, tmp_path):
     # SampleTrainer(choice_logprob=True) on the judge's samples: a positive advantage on "+1" raises P(+1).
-    from rla_train.components import grpo_args
-    from rla_train.policy_update import Sample, SampleTrainer
     from rla_train.config.sections import OptimizerConfig, RewardModelConfig
+    from rla_train.cotrainer.components import grpo_args
+    from rla_train.cotrainer.policy_update import SampleTrainer
+    from rla_train.signals.samples import Sample
 
     generations = judge.generate(prompts[:8], n=2, sampling=SamplingParams(temperature=1.0, seed=3))
     before = [g.good_probability for g in generations]
@@ -180,7 +181,7 @@ def test_the_rm_trainer_trains_the_choice_it_made(judge, tiny_backend, prompts, 
 
 
 def test_it_needs_a_choice_backend_and_parseable_verdicts(tiny_backend):
-    from rla_train.policies import ChoiceBackend
+    from rla_train.backends.choice import ChoiceBackend
 
     with pytest.raises(TypeError, match="ChoiceBackend"):
         VerdictChoiceBackend(tiny_backend)
@@ -189,8 +190,8 @@ def test_it_needs_a_choice_backend_and_parseable_verdicts(tiny_backend):
 
 
 def test_components_wrap_a_choice_judge_in_the_verdict_chooser(tiny_backend):
-    from rla_train.builders import build_judge
     from rla_train.config import load_config
+    from rla_train.cotrainer.play_setup import build_judge
 
     config = load_config(None, ["reward_model.model=same-as-policy"], check_hardware=False)
     judge, model, _, _ = build_judge(config, tiny_backend.model, tiny_backend.tokenizer)

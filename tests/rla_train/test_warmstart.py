@@ -77,8 +77,8 @@ def test_a_few_listwise_steps_raise_the_experts_choice_probability(demonstration
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from rla_train.backends.choice import ChoiceBackend
     from rla_train.backends.hf import TransformersBackend
-    from rla_train.policies import ChoiceBackend
 
     _, dataset = demonstrations
     rows = dataset.select(range(0, len(dataset), max(1, len(dataset) // 8)))
@@ -129,7 +129,7 @@ def test_bad_inputs_are_refused(tmp_path, tiny_model_path):
 
 def test_choice_accuracy_is_the_share_of_states_where_the_greedy_choice_is_the_experts(demonstrations, tiny_backend):
     from rla_train.backends.base import SamplingParams
-    from rla_train.policies import Choice, ChoiceBackend, admissible_from_prompt
+    from rla_train.backends.choice import Choice, ChoiceBackend, admissible_from_prompt
 
     _, dataset = demonstrations
     rows = dataset.select(range(8))
@@ -159,7 +159,7 @@ def test_choice_accuracy_is_the_share_of_states_where_the_greedy_choice_is_the_e
 
 def test_policy_demonstrations_label_the_states_the_policy_reaches_with_the_experts_command(
         demonstrations, alfworld_tasks, tiny_backend):
-    from rla_train.policies import ChoiceBackend, admissible_from_prompt
+    from rla_train.backends.choice import ChoiceBackend, admissible_from_prompt
     from rla_train.warmstart import policy_demonstrations
 
     agent, experts = demonstrations

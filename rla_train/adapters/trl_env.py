@@ -15,24 +15,26 @@ called once per finished rollout and logged as a reward column named after the i
 
     import rla_envs
     from trl import GRPOConfig, GRPOTrainer
-    from rla_train.trl_env import environment_factory, task_dataset
+    from rla_train.adapters.trl_env import environment_factory, task_dataset
 
     factory = environment_factory("rla/AlfWorld-v0", n_per_type=2)
     trainer = GRPOTrainer(model, args=GRPOConfig(...), train_dataset=task_dataset("rla/AlfWorld-v0", 12),
                           environment_factory=factory)
 
 The chat template must render tool calls and TRL must know how to parse them; for a ChatML tokenizer
-without tool support (such as :mod:`rla_train.tiny`'s) :func:`with_tool_template` installs TRL's
+without tool support (such as :mod:`rla_train.backends.tiny`'s) :func:`with_tool_template` installs TRL's
 Qwen2.5 template.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator, registry
 
 import rla_envs  # noqa: F401  (registers the rla/* ids)
 from rla_envs.core.errors import ResetNeeded, did_you_mean
@@ -242,8 +244,6 @@ def task_dataset(env_id: str, n: int | None = None, seed: int = 0, **env_kwargs:
     Task as JSON, which :meth:`RlaEnvironment.reset` plays) and ``task_id``. Tasks are drawn without
     replacement from the env's task set with ``seed``.
     """
-    import random
-
     from datasets import Dataset
 
     if n is not None and n < 1:
@@ -271,7 +271,7 @@ def with_tool_template(tokenizer):
     """Make ``tokenizer`` usable for TRL tool calling; returns it (changed in place when needed).
 
     A tokenizer whose chat template already renders tool calls is returned unchanged. A ChatML one
-    without tool support (``<|im_start|>``/``<|im_end|>``, like :mod:`rla_train.tiny`'s) gets TRL's
+    without tool support (``<|im_start|>``/``<|im_end|>``, like :mod:`rla_train.backends.tiny`'s) gets TRL's
     Qwen2.5 template, which TRL recognises and parses (``<tool_call>{json}</tool_call>``). Anything else
     raises ``ValueError``: set a tool-capable template and a ``response_template`` yourself.
     """
@@ -290,8 +290,8 @@ def with_tool_template(tokenizer):
 # --------------------------------------------------------------------- helpers
 def _tool_class(env_id: str) -> type[RlaEnvironment]:
     """The adapter class for a registered family's env id, chosen by the family's agent kind."""
-    if env_id not in gym.registry:
-        ids = sorted(name for name in gym.registry if name.startswith("rla/"))
+    if env_id not in registry:
+        ids = sorted(name for name in registry if name.startswith("rla/"))
         raise gym.error.UnregisteredEnv(f"no env registered as {env_id!r}.{did_you_mean(env_id, ids)}"
                                         f" rla envs: {ids}")
     spec = family_spec(env_id)

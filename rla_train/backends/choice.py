@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rla_train.backends.base import Generation, Prompt, Sample, SamplingParams, check_prompts, is_chat
+from rla_train.backends.hf import eval_mode
 
 __all__ = ["ChoiceBackend", "Choice", "admissible_from_prompt", "SCORING_METHODS", "SCORE_REDUCTIONS"]
 
@@ -171,9 +172,9 @@ class ChoiceBackend:
                              f"{len(candidates)} candidate lists")
         sampling = sampling or SamplingParams()
         temperature = sampling.temperature if self.temperature is None else self.temperature
-        encoded = [self.backend._encode(prompt) for prompt in prompts]
+        encoded = [self.backend.encode(prompt) for prompt in prompts]
         candidates = [list(dict.fromkeys(c)) or [self.fallback] for c in candidates]  # unique, in order
-        tokens = [[self._command_ids(c) for c in cs] for cs in candidates]
+        tokens = [[self.command_ids(c) for c in cs] for cs in candidates]
         token_logprobs = self.token_logprobs([ids for _, ids in encoded], tokens)
         generator = torch.Generator().manual_seed(sampling.seed) if sampling.seed is not None else None
         generations, self.last_choices = [], []
@@ -194,7 +195,7 @@ class ChoiceBackend:
         return generations
 
     # ------------------------------------------------------------------------------------ scoring
-    def _command_ids(self, command: str) -> list[int]:
+    def command_ids(self, command: str) -> list[int]:
         """A command's token ids as the model would generate them: its tokens, then end-of-turn."""
         return list(self.backend.tokenizer(command, add_special_tokens=False)["input_ids"]) + [self.end_id]
 
@@ -203,15 +204,13 @@ class ChoiceBackend:
         """Per-token log-probabilities (temperature 1) of every candidate token list given its prompt's ids."""
         import torch
 
-        from rla_train.backends.hf import _eval_mode
-
         model = self.backend.model
         rows = [(p, c) for p, cs in enumerate(candidate_ids) for c in range(len(cs))]
         flat: list[list[float]] = []
-        with _eval_mode(model), torch.inference_mode():
+        with eval_mode(model), torch.inference_mode():
             if self.method == "packed":
                 lengths = [len(p) + sum(map(len, cs)) for p, cs in zip(prompt_ids, candidate_ids)]
-                for chunk in self._row_chunks(lengths):
+                for chunk in self.row_chunks(lengths):
                     flat.extend(self._packed_logprobs([prompt_ids[p] for p in chunk],
                                                       [candidate_ids[p] for p in chunk]))
             elif self.method == "cache":
@@ -219,7 +218,7 @@ class ChoiceBackend:
                     flat.extend(self._cached_logprobs(group, prompt_ids, candidate_ids))
             else:
                 pairs = [(prompt_ids[p], candidate_ids[p][c]) for p, c in rows]
-                for chunk in self._row_chunks([len(a) + len(b) for a, b in pairs]):
+                for chunk in self.row_chunks([len(a) + len(b) for a, b in pairs]):
                     flat.extend(self._full_logprobs([pairs[i] for i in chunk]))
         out, index = [[] for _ in candidate_ids], 0
         for p, c in rows:
@@ -227,7 +226,7 @@ class ChoiceBackend:
             index += 1
         return out
 
-    def _row_chunks(self, lengths: list[int]) -> list[list[int]]:
+    def row_chunks(self, lengths: list[int]) -> list[list[int]]:
         """Consecutive row indices grouped so that rows x longest row stays within ``max_batch_tokens``."""
         chunks, current, width = [], [], 0
         for i, length in enumerate(lengths):

@@ -5,8 +5,8 @@ One training step, top to bottom (:func:`train_step`):
 1. draw ``tasks_per_step`` tasks from the adaptive pool;
 2. play ``group_size`` rollouts of each (one GRPO group per task) with the rollout engine;
 3. the reward model judges every step ``m`` times (modes that use it);
-4. step rewards and advantages (:mod:`rla_train.samples`, maths in :mod:`rla_train.rewards`);
-5. one policy update with TRL's GRPO loss, optimizer and scheduler (:class:`~rla_train.policy_update.SampleTrainer`);
+4. step rewards and advantages (:mod:`rla_train.signals.samples`, maths in :mod:`rla_train.signals.rewards`);
+5. one policy update with TRL's GRPO loss, optimizer and scheduler (:class:`~rla_train.cotrainer.policy_update.SampleTrainer`);
 6. reward-model updates on the consistency reward (modes that train it);
 7. the groups' outcomes go to the pool, which rewrites tasks that are too hard or too easy when a round is due,
    guided by the reward model's failure diagnoses (the full method).
@@ -18,6 +18,7 @@ checkpoints from which ``--resume`` continues exactly.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -25,7 +26,24 @@ from typing import Any
 
 import numpy as np
 
-from rla_train.config import CONFIG_FILENAME, MODES, TrainConfig
+from rla_envs.core.files import atomic_write_json
+from rla_envs.core.trajectory import Trajectory
+from rla_envs.curriculum.pool import TaskPool
+from rla_train.config import CONFIG_FILENAME, MODES, ConfigError, TrainConfig
+from rla_train.config.preflight import check_env_options
+from rla_train.cotrainer.checkpoint import latest_checkpoint, load_meta, load_states, restore_rng, save_checkpoint
+from rla_train.cotrainer.components import build_components
+from rla_train.cotrainer.play_setup import env_spec, play_heldout
+from rla_train.cotrainer.plots import plot_run
+from rla_train.cotrainer.run_dir import SCRATCH_DIRS, RunDirError, claim_run_dir
+from rla_train.cotrainer.run_log import RunLog
+from rla_train.reward_model.label_data import warm_start_data
+from rla_train.reward_model.warm_start import warm_start_reward_model
+from rla_train.signals.metrics import outcome_accuracy, success_summary
+from rla_train.signals.rewards import outcome_value
+from rla_train.signals.samples import (RewardSpec, advantage_change_fraction, policy_samples, reward_model_samples,
+                                       step_rewards)
+from rla_train.warmstart import choice_sft, expert_demonstrations, sft_warm_start
 
 __all__ = ["train", "train_step", "evaluate", "reward_spec", "pool_funnel", "format_summary"]
 
@@ -37,9 +55,6 @@ def evaluate(engine, tasks, *, desc: str = "held-out") -> dict[str, Any]:
     checkpoints (or two ablation arms) are compared on the same tasks with the same random numbers, and
     ``outcomes`` (1/0 per episode, in task order) pairs them episode by episode.
     """
-    from rla_train.builders import play_heldout
-    from rla_train.metrics import success_summary
-
     episodes = play_heldout(engine, tasks, desc=desc)
     return {**success_summary([e.won for e in episodes], [e.num_steps for e in episodes]),
             "outcomes": [int(bool(e.won)) for e in episodes]}
@@ -53,8 +68,6 @@ def _scalars(prefix: str, result: dict[str, Any]) -> dict[str, float]:
 def _phase(progress: bool, message: str) -> None:
     """One line saying which phase of the run starts (beside the progress bars, on stderr)."""
     if progress:
-        import sys
-
         print(f"[rla] {message}", file=sys.stderr, flush=True)
 
 
@@ -76,8 +89,6 @@ def _evaluations(parts, label: str, progress: bool = False) -> dict[str, dict[st
 
 def reward_spec(config: TrainConfig):
     """How this run forms step rewards: the mode's parts, λ, the outcome encoding and the policy's group filter."""
-    from rla_train.samples import RewardSpec
-
     mode = MODES[config.train.mode]
     return RewardSpec(use_outcome=mode.outcome, use_judgments=mode.reward_model,
                       lam=config.reward_model.step_reward_weight, outcome_encoding=config.reward_model.outcome_encoding,
@@ -86,10 +97,6 @@ def reward_spec(config: TrainConfig):
 
 def train_step(config: TrainConfig, parts) -> dict[str, float]:
     """One step of the loop (see the module docstring); returns its metrics."""
-    from rla_train.metrics import outcome_accuracy
-    from rla_train.rewards import outcome_value
-    from rla_train.samples import advantage_change_fraction, policy_samples, reward_model_samples, step_rewards
-
     mode = MODES[config.train.mode]
     started = time.perf_counter()
     tasks = parts.feeder.draw(config.rollout.tasks_per_step)                                     # 1
@@ -174,8 +181,6 @@ def _state(parts, step: int, history: dict) -> dict[str, Any]:
 
 
 def _save(run_dir: Path, config: TrainConfig, parts, step: int, history: dict) -> Path:
-    from rla_train.checkpoint import save_checkpoint
-
     models = {"policy": (parts.policy_model, parts.policy_tokenizer)}
     if parts.rm_trainer is not None and parts.rm_model is not parts.policy_model:
         models["reward_model"] = (parts.rm_model, parts.rm_tokenizer)
@@ -186,10 +191,6 @@ def _save(run_dir: Path, config: TrainConfig, parts, step: int, history: dict) -
 def _restore(checkpoint: Path, parts) -> tuple[int, dict]:
     """Load a checkpoint's weights and states into freshly built parts; returns (step, history)."""
     from transformers import AutoModelForCausalLM
-
-    from rla_envs.core.trajectory import Trajectory
-    from rla_envs.curriculum.pool import TaskPool
-    from rla_train.checkpoint import load_states, restore_rng
 
     states = load_states(checkpoint)
     parts.policy_model.load_state_dict(AutoModelForCausalLM.from_pretrained(checkpoint / "policy").state_dict())
@@ -219,8 +220,6 @@ def _warm_start(config: TrainConfig, parts, run_dir: Path, progress: bool = Fals
     ``train.warm_start_listwise_steps > 0``, listwise training on the same states (:func:`choice_sft`).
     Both are bounded by steps, never by wall time, so a seed gives the same starting weights on any machine.
     """
-    from rla_train.warmstart import choice_sft, expert_demonstrations, sft_warm_start
-
     tasks = parts.engine.env.tasks()
     _phase(progress, f"warm start: the expert plays {config.train.warm_start_demos} demonstrations")
     demos = expert_demonstrations("train", n_tasks=config.train.warm_start_demos, seed=config.train.seed,
@@ -252,9 +251,6 @@ def _warm_start_reward_model(config: TrainConfig, parts, progress: bool = False)
     Half of ``reward_model.warm_start_episodes`` are the searching expert's, half the (warm-started) policy's
     own, so both good and bad steps occur; bad steps are all kept and good ones thinned to two per bad one.
     """
-    from rla_train.reward_model.label_data import warm_start_data
-    from rla_train.reward_model.warm_start import warm_start_reward_model
-
     section = config.reward_model
     _phase(progress, f"reward-model warm start: the planner labels the steps of {section.warm_start_episodes} episodes, "
                      f"then {section.warm_start_steps} steps")
@@ -270,7 +266,7 @@ def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False
     """Run the whole co-training job the config describes; returns the summary (also in ``summary.json``).
 
     The run holds its directory (``output.dir``, or ``train.resume_from`` when resuming) for its whole life
-    (:func:`rla_train.run_dir.claim_run_dir`). A fresh run needs an empty directory, or ``overwrite`` to clear
+    (:func:`rla_train.cotrainer.run_dir.claim_run_dir`). A fresh run needs an empty directory, or ``overwrite`` to clear
     the earlier run's files; a resumed run continues from its newest intact checkpoint.
 
     Raises (before any work):
@@ -280,8 +276,6 @@ def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False
             or has no checkpoint to resume from.
         CorruptCheckpoint: resuming, but none of the run's checkpoints is intact.
     """
-    from rla_train.run_dir import claim_run_dir
-
     resume = config.train.resume_from is not None
     run_dir = Path(config.train.resume_from or config.output.dir)
     _check_inputs(config)
@@ -292,9 +286,6 @@ def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False
 
 def _check_inputs(config: TrainConfig) -> None:
     """The checks of :func:`train` that need no run directory: model names and both envs' options."""
-    from rla_train.builders import env_spec
-    from rla_train.config.preflight import check_env_options
-
     config.check_models()
     for field in ("train_options", "eval_options"):
         spec = env_spec(config, getattr(config.env, field))
@@ -303,10 +294,6 @@ def _check_inputs(config: TrainConfig) -> None:
 
 def _resume_point(config: TrainConfig, run_dir: Path) -> Path:
     """The checkpoint a resumed run continues from: the newest intact one, at or below ``train.steps``."""
-    from rla_train.checkpoint import latest_checkpoint, load_meta
-    from rla_train.config import ConfigError
-    from rla_train.run_dir import RunDirError
-
     checkpoint = latest_checkpoint(run_dir)  # skips corrupt ones with a warning; raises if none is intact
     if checkpoint is None:
         raise RunDirError(f"--resume {run_dir}: the run saved no checkpoint to continue from (it stopped before step "
@@ -322,10 +309,6 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
     """The run itself, in a directory :func:`train` holds: from ``checkpoint`` when resuming, else from scratch."""
     import torch
     from transformers import set_seed
-
-    from rla_envs.core.files import atomic_write_json
-    from rla_train.components import build_components
-    from rla_train.run_log import plot_run
 
     config.save(run_dir / CONFIG_FILENAME)
     _phase(progress, f"run {run_dir} ({'resuming from ' + checkpoint.name if checkpoint else 'fresh'}, mode "
@@ -370,8 +353,6 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
 
 def _remove_empty_scratch(run_dir: Path) -> None:
     """TRL's trainers need an ``output_dir`` even when they save nothing there: drop those left empty."""
-    from rla_train.run_dir import SCRATCH_DIRS
-
     for name in SCRATCH_DIRS:
         scratch = run_dir / name
         if scratch.is_dir() and not any(scratch.iterdir()):
@@ -380,8 +361,6 @@ def _remove_empty_scratch(run_dir: Path) -> None:
 
 def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, progress: bool) -> None:
     """Training steps ``step + 1 .. train.steps``: metrics logged every step, evaluations and checkpoints as due."""
-    from rla_train.run_log import RunLog
-
     with RunLog(run_dir, total_steps=config.train.steps, start_step=step, progress=progress,
                 tensorboard=config.output.tensorboard) as log:
         while step < config.train.steps:

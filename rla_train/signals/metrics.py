@@ -134,7 +134,7 @@ def outcome_accuracy(episode_votes: Sequence[Sequence[Sequence[int]]], won: Sequ
 def ut_accuracy(test_correct: Sequence[bool | None]) -> float | None:
     """Share of generated unit tests that are correct; undetermined (None) tests are left out.
 
-    ``test_correct`` is what :func:`rla_train.rewards.unit_test_correctness` returns. None when no test
+    ``test_correct`` is what :func:`rla_train.signals.rewards.unit_test_correctness` returns. None when no test
     is determined.
     """
     known = [bool(c) for c in test_correct if c is not None]

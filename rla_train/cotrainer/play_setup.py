@@ -1,6 +1,6 @@
 """What a run plays with, built from its :class:`~rla_train.config.TrainConfig`: one place for trainer and evaluator.
 
-The trainer (:func:`rla_train.components.build_components`) and ``python -m benchmarks.evaluate --policy RUN``
+The trainer (:func:`rla_train.cotrainer.components.build_components`) and ``python -m benchmarks.evaluate --policy RUN``
 both build the agent, the policy's backends, the judge, the env specs and the held-out evaluation here, so
 evaluating a run directory plays its held-out episodes exactly as the run did::
 
@@ -11,7 +11,7 @@ evaluating a run directory plays its held-out episodes exactly as the run did::
     with heldout_engine(plan, agent, eval_backend) as engine:
         episodes = play_heldout(engine, heldout_tasks(engine, plan))
 
-:func:`play_heldout` is the trainer's own evaluation pass (``rla_train.cotrain.evaluate`` calls it): the engine's
+:func:`play_heldout` is the trainer's own evaluation pass (``rla_train.cotrainer.loop.evaluate`` calls it): the engine's
 sampling stream restarts at turn 0, so the result depends on the weights alone.
 """
 
@@ -21,7 +21,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from rla_train.agents import make_agent
+from rla_train.backends import make_backend
+from rla_train.backends.base import SamplingParams
+from rla_train.backends.choice import ChoiceBackend
+from rla_train.backends.hf import TransformersBackend
+from rla_train.backends.tiny import tiny_model_path
 from rla_train.config import MODES, TrainConfig
+from rla_train.reward_model import NoisyOracleJudge, RewardModel
+from rla_train.reward_model.verdicts import VerdictChoiceBackend
+from rla_train.rollout.engine import RolloutEngine
+from rla_train.rollout.envs import EnvSpec
 
 __all__ = ["HELDOUT_SEED_OFFSET", "PROBE_SEED_OFFSET", "HeldOutPlan", "load_model", "env_spec",
            "agent_options", "build_agent", "policy_sampling", "policy_dtype", "policy_backend", "policy_backends",
@@ -39,8 +49,6 @@ def load_model(spec: str, *, seed: int, dtype: str | None = None, tiny_options: 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if spec == "tiny":
-        from rla_train.tiny import tiny_model_path
-
         spec = str(tiny_model_path(seed=seed, **(tiny_options or {})))
     options = {"dtype": dtype} if dtype else {}
     model = AutoModelForCausalLM.from_pretrained(spec, **options)
@@ -52,8 +60,6 @@ def load_model(spec: str, *, seed: int, dtype: str | None = None, tiny_options: 
 
 def env_spec(config: TrainConfig, extra: dict[str, Any]):
     """The env factory for ``env.options`` updated by ``extra`` (``env.train_options`` or ``env.eval_options``)."""
-    from rla_train.rollout.envs import EnvSpec
-
     options = {**config.env.options, **extra}
     if config.family_spec.text_game:  # text games take max_steps
         options.setdefault("max_steps", config.env.max_steps)
@@ -74,15 +80,11 @@ def agent_options(config: TrainConfig) -> dict[str, Any]:
 
 def build_agent(config: TrainConfig):
     """The agent that builds the policy's prompts and parses its answers."""
-    from rla_train.agents import make_agent
-
     return make_agent(config.env.id, **agent_options(config))
 
 
 def policy_sampling(config: TrainConfig, *, evaluation: bool = False):
     """The policy's sampling parameters for training rollouts, or for held-out evaluation (train.eval_temperature)."""
-    from rla_train.backends.base import SamplingParams
-
     temperature = config.train.eval_temperature if evaluation else config.policy.temperature
     return SamplingParams(max_new_tokens=config.policy.max_completion_length, temperature=temperature,
                           top_p=config.policy.top_p)
@@ -101,15 +103,12 @@ def policy_backend(base, action_mode: str):
     """
     if action_mode != "choice":
         return base
-    from rla_train.policies import ChoiceBackend
 
     return ChoiceBackend(base)
 
 
 def policy_backends(config: TrainConfig, model, tokenizer):
     """(training backend, evaluation backend) over ``model`` (see :func:`policy_backend`)."""
-    from rla_train.backends.hf import TransformersBackend
-
     base = TransformersBackend(model, tokenizer)
     return policy_backend(base, config.policy.action_mode), policy_backend(base, config.policy.action_mode)
 
@@ -122,11 +121,6 @@ def build_judge(config: TrainConfig, policy_model, policy_tokenizer):
     :class:`~rla_train.reward_model.NoisyOracleJudge` (``kind=noisy_oracle``, seeded from ``train.seed``), which
     has no model: its rm model, tokenizer and text backend are None, so no reward-model trainer is built for it.
     """
-    from rla_train.backends import make_backend
-    from rla_train.backends.base import SamplingParams
-    from rla_train.backends.hf import TransformersBackend
-    from rla_train.reward_model import NoisyOracleJudge, RewardModel
-
     section = config.reward_model
     if not MODES[config.train.mode].reward_model:
         return None, None, None, None
@@ -147,9 +141,6 @@ def build_judge(config: TrainConfig, policy_model, policy_tokenizer):
                                                  **({"base_url": section.base_url} if section.base_url else {})), None, None
     raw = backend
     if section.verdict_mode == "choice":
-        from rla_train.policies import ChoiceBackend
-        from rla_train.reward_model.verdicts import VerdictChoiceBackend
-
         backend = VerdictChoiceBackend(ChoiceBackend(backend))
     judge = RewardModel(backend, judgments_per_step=section.judgments_per_step, sampling=sampling,
                         prompt_style=section.prompt_style)
@@ -203,8 +194,6 @@ def heldout_plan(config: TrainConfig) -> HeldOutPlan:
 
 def heldout_engine(plan: HeldOutPlan, agent, backend, *, progress: bool = True):
     """The rollout engine that plays ``plan``'s episodes with ``agent`` and ``backend`` (close it after use)."""
-    from rla_train.rollout.engine import RolloutEngine
-
     return RolloutEngine(plan.env, agent, backend, num_envs=plan.num_envs, workers=plan.workers,
                          sampling=plan.sampling, seed=plan.engine_seed, progress=progress)
 

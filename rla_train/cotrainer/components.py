@@ -3,8 +3,8 @@
 :func:`build_components` loads (or builds, for ``"tiny"``) the policy and reward model, wraps them in
 generation backends, makes the agent, the training and held-out rollout engines, the task pool with its
 feeder (rewriter, diagnoser, measure) and the two TRL trainers. The agent, backends, judge, env specs and the
-held-out evaluation come from :mod:`rla_train.builders`, which ``benchmarks.evaluate`` shares, so evaluating a
-run plays as the run did. The loop in :mod:`rla_train.cotrain` only uses the result.
+held-out evaluation come from :mod:`rla_train.cotrainer.play_setup`, which ``benchmarks.evaluate`` shares, so evaluating a
+run plays as the run did. The loop in :mod:`rla_train.cotrainer.loop` only uses the result.
 """
 
 from __future__ import annotations
@@ -13,8 +13,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rla_train.builders import load_model, policy_sampling
+from rla_envs.alfworld.tasks import generated_tasks
+from rla_envs.curriculum.diagnosers import RuleDiagnoser
+from rla_envs.curriculum.pool import TaskPool
+from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter
+from rla_envs.curriculum.wrapper import TaskFeeder
+from rla_train.backends import make_backend
+from rla_train.backends.base import SamplingParams
+from rla_train.backends.hf import TransformersBackend
 from rla_train.config import MODES, TrainConfig
+from rla_train.cotrainer.play_setup import (PROBE_SEED_OFFSET, build_agent, build_judge, env_spec, heldout_engine,
+                                            heldout_plan, heldout_tasks, load_model, policy_backends, policy_dtype,
+                                            policy_sampling)
+from rla_train.cotrainer.policy_update import SampleTrainer
+from rla_train.reward_model import RewardModelDiagnoser
+from rla_train.reward_model.probe import build_probe, probe_reward_model
+from rla_train.rollout.engine import RolloutEngine
 
 __all__ = ["Components", "build_components", "load_model", "EngineMeasure", "grpo_args", "policy_sampling"]
 
@@ -35,7 +49,7 @@ class Components:
     eval_engine: Any                  # held-out evaluation (seeded: same tasks, same numbers)
     eval_tasks: list
     feeder: Any                       # rla_envs.curriculum.TaskFeeder over the pool
-    policy_trainer: Any               # rla_train.policy_update.SampleTrainer
+    policy_trainer: Any               # rla_train.cotrainer.policy_update.SampleTrainer
     rm_trainer: Any | None
     probe_engine: Any | None = None   # training games at evaluation settings (train.probe_episodes)
     probe_tasks: list | None = None   # the fixed probe of training games, drawn once per run
@@ -92,8 +106,6 @@ class RewardModelProbe:
         self.probe = probe
 
     def __call__(self, judge) -> dict[str, Any]:
-        from rla_train.reward_model.probe import probe_reward_model
-
         return probe_reward_model(judge, self.probe)
 
 
@@ -103,7 +115,6 @@ def _rm_probe(config: TrainConfig, progress: bool) -> RewardModelProbe | None:
     section = config.reward_model
     if not section.probe_episodes or not MODES[config.train.mode].reward_model:
         return None
-    from rla_train.reward_model.probe import build_probe
 
     spec = config.family_spec
     episodes_per_task = 3
@@ -128,10 +139,6 @@ class BackendText:
 
 def _rewriter(config: TrainConfig, policy_backend, rm_text):
     """The pool's rewriter: the family's LLM-free mutator, or an LLM given the reward model's diagnoses."""
-    from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter
-    from rla_train.backends import make_backend
-    from rla_train.backends.base import SamplingParams
-
     section = config.pool
     if section.rewriter == "mutator":
         return MutatorRewriter()
@@ -140,8 +147,6 @@ def _rewriter(config: TrainConfig, policy_backend, rm_text):
     elif section.rewriter_model == "same-as-reward-model":
         backend = rm_text
     elif section.rewriter_backend == "transformers":
-        from rla_train.backends.hf import TransformersBackend
-
         backend = TransformersBackend(*load_model(section.rewriter_model, seed=config.train.seed + 2))
     else:
         backend = make_backend(section.rewriter_backend, model=section.rewriter_model,
@@ -150,14 +155,8 @@ def _rewriter(config: TrainConfig, policy_backend, rm_text):
 
 
 def _feeder(config: TrainConfig, tasks, engine, reward_model, rewriter):
-    from rla_envs.curriculum.diagnosers import RuleDiagnoser
-    from rla_envs.curriculum.pool import TaskPool
-    from rla_envs.curriculum.wrapper import TaskFeeder
-
     pool = TaskPool(tasks, config.pool.pool_config(group_size=config.rollout.group_size, seed=config.train.seed))
     if reward_model is not None:
-        from rla_train.reward_model import RewardModelDiagnoser
-
         diagnoser = RewardModelDiagnoser(reward_model)
     else:
         diagnoser = RuleDiagnoser()
@@ -167,11 +166,6 @@ def _feeder(config: TrainConfig, tasks, engine, reward_model, rewriter):
 
 def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = True) -> Components:
     """Every part of the run, freshly built (a resume then loads the saved states into them)."""
-    from rla_train.builders import (PROBE_SEED_OFFSET, build_agent, build_judge, env_spec, heldout_engine,
-                                    heldout_plan, heldout_tasks, policy_backends, policy_dtype)
-    from rla_train.policy_update import SampleTrainer
-    from rla_train.rollout.engine import RolloutEngine
-
     seed = config.train.seed
     policy_model, policy_tokenizer = load_model(config.policy.model, seed=seed, dtype=policy_dtype(config))
     policy_backend, eval_backend = policy_backends(config, policy_model, policy_tokenizer)

@@ -5,7 +5,7 @@ game text and Python code), wraps it with a ChatML chat template, and saves it b
 initialised ``Qwen2ForCausalLM``; the directory loads with ``AutoModelForCausalLM.from_pretrained`` and
 ``AutoTokenizer.from_pretrained``. :func:`tiny_model_path` builds that model once into the rla cache::
 
-    from rla_train.tiny import tiny_model_path
+    from rla_train.backends.tiny import tiny_model_path
     backend = make_backend("transformers", model=str(tiny_model_path()))
 
 The model's weights are random, so its text is gibberish; what it offers is the real machinery (a real
@@ -106,7 +106,7 @@ def _names() -> tuple[list[str], list[str]]:
 def _code_text() -> list[str]:
     """Problem statements from rla_envs' bundled code problems, plus a little Python."""
     texts = [_CODE]
-    path = Path(__file__).resolve().parents[1] / "rla_envs" / "code" / "tasks" / "bundled_problems.json"
+    path = Path(__file__).resolve().parents[2] / "rla_envs" / "code" / "tasks" / "bundled_problems.json"
     try:
         problems = json.loads(path.read_text(encoding="utf-8"))["problems"]
     except (OSError, ValueError, KeyError):

@@ -1,8 +1,8 @@
 """From scored episodes to training samples: the policy's step samples and the reward model's judgment samples.
 
 A GRPO group is the list of episodes of one task. For the policy, each step's completion becomes one
-:class:`~rla_train.policy_update.Sample` whose advantage is that step's reward z-scored across the group at
-the same step index (:func:`rla_train.rewards.step_advantages`), with the step reward chosen by the mode:
+:class:`Sample` whose advantage is that step's reward z-scored across the group at
+the same step index (:func:`rla_train.signals.rewards.step_advantages`), with the step reward chosen by the mode:
 
 * outcome only:            R_i = O                       (GRPO on the outcome)
 * integrated (the method): R_i = O + (λ/m)·Σ_j S_ij
@@ -10,7 +10,7 @@ the same step index (:func:`rla_train.rewards.step_advantages`), with the step r
 
 O is +1 / −1 (``outcome_encoding="pm1"``, the paper) or 1 / 0 (``"01"``, the ALFWorld release; for the
 policy the same as pm1 with 2λ). When the reward contains the outcome, a group trains the policy only if
-its success rate passes ``group_filter`` (:func:`rla_train.rewards.policy_task_filter`: ``mixed``
+its success rate passes ``group_filter`` (:func:`rla_train.signals.rewards.policy_task_filter`: ``mixed``
 0 < s < 1, ``alfworld_release`` 1/8..7/8, ``none``). For the reward model, each of the m judgments of a step
 becomes a sample rewarded by its consistency with the step reward, R_i·S_ij (unparseable: −2), z-scored
 within the step's m judgments (a step judged once gives 0, i.e. no data), and only from tasks whose success
@@ -25,17 +25,39 @@ changes the policy's signal; the loop logs it as ``policy_advantage_changed_frac
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
-from rla_train.policy_update import Sample
-from rla_train.rewards import (GROUP_FILTERS, OUTCOME_ENCODINGS, ROUNDING_TOLERANCE, consistency_rewards,
-                               integrated_rewards, outcome_value, policy_task_filter, reward_model_task_filter,
-                               step_advantages)
+from rla_train.signals.rewards import (GROUP_FILTERS, OUTCOME_ENCODINGS, ROUNDING_TOLERANCE, consistency_rewards,
+                                       integrated_rewards, outcome_value, policy_task_filter, reward_model_task_filter,
+                                       step_advantages)
 
-__all__ = ["RewardSpec", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate",
+__all__ = ["Sample", "RewardSpec", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate",
            "advantage_changes", "advantage_change_fraction"]
+
+
+@dataclass
+class Sample:
+    """One (prompt, completion, advantage) triple for a policy-gradient update.
+
+    Attributes:
+        prompt_ids: the prompt's token ids (everything the model saw, env observations included).
+        completion_ids: the model's tokens (the only tokens in the loss).
+        advantage: applied to every completion token.
+        logprobs: the sampler's per-token log-probabilities (kept for off-policy corrections; optional).
+        info: anything to keep with the sample (episode, step, kind) for logs.
+        alternatives: for a choice policy, the token ids of every candidate it chose among
+            (``completion_ids`` is one of them); a trainer with ``choice_logprob=True`` needs them.
+    """
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    advantage: float
+    logprobs: list[float] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    alternatives: list[list[int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -48,7 +70,7 @@ class RewardSpec:
         lam: λ, the judge's weight against the outcome.
         outcome_encoding: ``pm1`` (O = +1 / −1) or ``01`` (O = 1 / 0, the ALFWorld release).
         group_filter: ``mixed``, ``alfworld_release`` or ``none`` (see
-            :func:`rla_train.rewards.policy_task_filter`); applies when the reward uses the outcome.
+            :func:`rla_train.signals.rewards.policy_task_filter`); applies when the reward uses the outcome.
     """
 
     use_outcome: bool = True
@@ -132,7 +154,7 @@ def advantage_changes(groups: Sequence[Sequence], spec: RewardSpec,
 
     ``baseline`` defaults to the outcome alone with ``spec``'s encoding and group filter (GRPO on the
     outcome). A sample is changed when its advantage differs by more than
-    :data:`~rla_train.rewards.ROUNDING_TOLERANCE`, which includes being trained by one (nonzero) and
+    :data:`~rla_train.signals.rewards.ROUNDING_TOLERANCE`, which includes being trained by one (nonzero) and
     dropped by the other (zero, or its group filtered out by ``baseline``).
     """
     baseline = _outcome_only(spec) if baseline is None else baseline

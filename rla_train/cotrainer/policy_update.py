@@ -1,0 +1,298 @@
+"""Updates from our own samples through TRL's GRPO machinery: its loss, optimizer, scheduler and accelerator.
+
+The co-trainer collects multi-turn episodes itself (the rollout engine) and scores them itself (outcome +
+reward-model judgments, :mod:`rla_train.signals.rewards`). What it hands to TRL is a list of
+:class:`~rla_train.signals.samples.Sample` — one per policy step (prompt = the chat the policy saw, completion =
+what it answered, advantage = that step's advantage) or one per reward-model judgment — and :class:`SampleTrainer`
+(a ``GRPOTrainer``) turns them into one optimizer step with TRL's clipped policy-gradient loss::
+
+    trainer = SampleTrainer(model, tokenizer, GRPOConfig(output_dir=..., learning_rate=1e-6, ...),
+                            total_steps=200)
+    metrics = trainer.update(samples)        # {"loss": ..., "grad_norm": ..., "samples": ..., "tokens": ...}
+
+Every sample's advantage applies to each token of its completion; prompt tokens (which hold the env's
+observations) are never in the loss. With ``choice_logprob=True`` (choice policies, which pick one of the
+admissible commands by likelihood, :class:`~rla_train.backends.choice.ChoiceBackend`) the log-probability in TRL's
+loss is instead the choice's: ``log softmax_j(log p(candidate_j | prompt))`` at the chosen candidate, one
+"token" per sample, so the gradient goes to what tells the chosen command from the other admissible ones
+rather than to the tokens they share. Samples with a zero advantage carry no gradient in GRPO and are
+dropped before the forward pass. Micro-batches of ``per_device_train_batch_size`` accumulate into one
+optimizer step per mini-batch: ``mini_batches`` slices of the samples, each its own optimizer step (the
+RLAnything release takes 4 per training step), repeated ``num_iterations`` times. With more than one
+optimizer step per update the clipped ratio is taken against the log-probabilities from before the first.
+
+KL penalty (``beta > 0``), measured with TRL's k3 estimator against ``kl_reference``: ``"initial"`` (TRL's
+reference model, a frozen copy of the model as it was built) or ``"pre_update"`` (the policy before this
+update's first optimizer step, as the release does; no reference copy is kept).
+
+TRL internals this module relies on (checked against trl 1.16; a test checks that each still exists):
+
+* :data:`TRL_LOSS_INPUTS`: the batch keys ``GRPOTrainer.compute_loss`` / ``_compute_loss`` read, with
+  ``current_gradient_accumulation_steps`` (set here per optimizer step) as the loss normaliser;
+* :data:`TRL_METHODS`: ``_get_per_token_logps_and_entropies`` (called, and overridden for choice
+  log-probabilities), ``_prepare_inputs`` (overridden: the inputs arrive generated and scored), the loss;
+* :data:`TRL_ATTRIBUTES`: ``beta`` and ``ref_model`` (None when beta is 0), ``num_iterations``,
+  ``_metrics["train"]``;
+* torch's ``LRScheduler._last_lr``, set when a resume changes the peak learning rate.
+
+Importing this module imports torch, datasets and trl: the co-trainer imports it where it builds its trainers.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from datasets import Dataset
+from trl import GRPOTrainer
+
+from rla_train.backends.choice import ChoiceBackend
+from rla_train.backends.hf import TransformersBackend
+from rla_train.signals.samples import Sample
+
+__all__ = ["SampleTrainer", "pad_samples", "unused_reward", "TRL_LOSS_INPUTS", "TRL_METHODS", "TRL_ATTRIBUTES"]
+
+TRL_LOSS_INPUTS = ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask", "advantages",
+                   "num_items_in_batch", "old_per_token_logps", "ref_per_token_logps")
+"""The batch keys TRL's GRPO loss reads (:func:`pad_samples` makes the first six; the update adds the last two)."""
+
+TRL_METHODS = ("compute_loss", "_compute_loss", "_get_per_token_logps_and_entropies", "_prepare_inputs",
+               "compute_loss_context_manager", "create_optimizer_and_scheduler")
+"""``GRPOTrainer`` methods :class:`SampleTrainer` calls or overrides (the private ones may change with TRL)."""
+
+TRL_ATTRIBUTES = ("beta", "ref_model", "num_iterations", "_metrics")
+"""Attributes ``GRPOTrainer.__init__`` sets that :class:`SampleTrainer` reads."""
+
+
+def unused_reward(prompts, completions, **kwargs) -> list[float]:
+    """A placeholder reward function: GRPOTrainer requires one, but SampleTrainer's samples carry their advantages."""
+    return [0.0] * len(prompts)
+
+
+def pad_samples(samples: Sequence[Sample], pad_token_id: int, device=None) -> dict[str, Any]:
+    """The tensors TRL's GRPO loss reads: prompts left-padded, completions right-padded, masks, advantages."""
+    prompt_width = max(len(s.prompt_ids) for s in samples)
+    completion_width = max(len(s.completion_ids) for s in samples)
+    prompt_ids = torch.full((len(samples), prompt_width), pad_token_id, dtype=torch.long)
+    prompt_mask = torch.zeros((len(samples), prompt_width), dtype=torch.long)
+    completion_ids = torch.full((len(samples), completion_width), pad_token_id, dtype=torch.long)
+    completion_mask = torch.zeros((len(samples), completion_width), dtype=torch.long)
+    for row, sample in enumerate(samples):
+        if sample.prompt_ids:
+            prompt_ids[row, prompt_width - len(sample.prompt_ids):] = torch.tensor(sample.prompt_ids)
+            prompt_mask[row, prompt_width - len(sample.prompt_ids):] = 1
+        completion_ids[row, : len(sample.completion_ids)] = torch.tensor(sample.completion_ids)
+        completion_mask[row, : len(sample.completion_ids)] = 1
+    advantages = torch.tensor([float(s.advantage) for s in samples], dtype=torch.float32)
+    batch = {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "completion_ids": completion_ids,
+             "completion_mask": completion_mask, "advantages": advantages,
+             "num_items_in_batch": completion_mask.sum()}
+    return {k: v.to(device) if device is not None else v for k, v in batch.items()}
+
+
+class SampleTrainer(GRPOTrainer):
+    """A ``GRPOTrainer`` that trains on samples the caller collected and scored (see the module docstring).
+
+    Args:
+        model: the model to train (a ``PreTrainedModel``; generation backends may share it).
+        tokenizer: its tokenizer (the pad id pads the batches).
+        args: a ``trl.GRPOConfig`` (learning rate, scheduler, loss type, clipping ``epsilon``, ``beta``,
+            ``per_device_train_batch_size`` = micro-batch size, ``max_grad_norm``, ...).
+        total_steps: updates planned (the learning-rate schedule spans ``total_steps * num_iterations``
+            optimizer steps).
+    """
+
+    def __init__(self, model, tokenizer, args, *, total_steps: int, choice_logprob: bool = False,
+                 mini_batches: int = 1, kl_reference: str = "initial"):
+        if total_steps < 1:
+            raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+        if type(mini_batches) is not int or mini_batches < 1:
+            raise ValueError(f"mini_batches must be an int >= 1 (optimizer steps per pass), got {mini_batches!r}")
+        if kl_reference not in ("initial", "pre_update"):
+            raise ValueError(f"kl_reference must be 'initial' or 'pre_update', got {kl_reference!r}")
+        beta = float(args.beta)
+        if kl_reference == "pre_update" and beta:
+            args = copy.copy(args)  # the caller's config stays as given
+            args.beta = 0.0  # TRL then keeps no reference copy; the KL is put back below (self.beta)
+        if args.steps_per_generation not in (None, 1) or args.gradient_accumulation_steps != 1:
+            raise ValueError("SampleTrainer accumulates all samples of an update into one optimizer step "
+                             "(micro-batches of per_device_train_batch_size); leave gradient_accumulation_steps and "
+                             f"steps_per_generation at 1, got {args.gradient_accumulation_steps} and "
+                             f"{args.steps_per_generation}")
+        placeholder = Dataset.from_dict({"prompt": ["unused"] * max(2, args.num_generations)})
+        super().__init__(model=model, reward_funcs=[unused_reward], args=args, train_dataset=placeholder,
+                         processing_class=tokenizer)
+        self.beta, self.kl_reference, self.mini_batches = beta, kl_reference, mini_batches
+        self.total_steps = int(total_steps)
+        self.create_optimizer_and_scheduler(
+            num_training_steps=self.total_steps * max(1, self.num_iterations) * self.mini_batches)
+        self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)
+        self.model_wrapped = self.model
+        self.choice_logprob = bool(choice_logprob)
+        self._choice_rows = None  # the current micro-batch's (prompt ids, candidate ids, chosen index)
+        if self.choice_logprob:
+            self._scorer = ChoiceBackend(TransformersBackend(self.accelerator.unwrap_model(self.model), tokenizer),
+                                         method="packed")
+
+    def _prepare_inputs(self, inputs):
+        """Inputs arrive generated and scored: nothing to generate here."""
+        return inputs
+
+    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+        """``num_iterations`` passes over ``samples`` (zero-advantage ones dropped), ``mini_batches`` optimizer
+        steps each; returns the metrics of the last step.
+
+        With more than one optimizer step, the log-probabilities before the first are the ``old`` ones of
+        the clipped ratio, as in TRL's own multi-iteration GRPO.
+        """
+        kept = [s for s in samples if s.advantage != 0 and s.completion_ids]
+        metrics = {"samples": float(len(kept)), "dropped_zero_advantage": float(len(samples) - len(kept))}
+        if not kept:
+            return {**metrics, "loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
+        parts = min(self.mini_batches, len(kept))
+        bounds = [round(k * len(kept) / parts) for k in range(parts + 1)]
+        steps = [self._micro_batches(kept[a:b]) for a, b in zip(bounds, bounds[1:])]
+        self.model.train()
+        if self.num_iterations * parts > 1 or (self.beta and self.kl_reference == "pre_update"):
+            self._store_old_logps([batch for batches in steps for batch in batches])
+        if self.beta and self.kl_reference == "initial":
+            self._store_ref_logps([batch for batches in steps for batch in batches])
+        for _ in range(self.num_iterations):
+            for batches in steps:
+                step = self._optimizer_step(batches)
+        trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
+        self._metrics["train"].clear()
+        return {**metrics, **step, "optimizer_steps": float(self.num_iterations * parts),
+                "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
+                **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
+
+    def _micro_batches(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
+        """The micro-batches of one optimizer step, their token counts normalised over the whole step."""
+        micro = max(1, int(self.args.per_device_train_batch_size))
+        pad = self.processing_class.pad_token_id
+        pad = pad if pad is not None else self.processing_class.eos_token_id
+        if self.choice_logprob:
+            batches = [self._choice_batch(samples[i:i + micro], pad) for i in range(0, len(samples), micro)]
+        else:
+            batches = [pad_samples(samples[i:i + micro], pad, device=self.accelerator.device)
+                       for i in range(0, len(samples), micro)]
+        # Token-normalised losses (dapo, ...) divide by num_items_in_batch x accumulation steps (TRL's
+        # generation-batch convention): give each micro-batch total tokens / micro-batches, so that the
+        # accumulated loss is normalised by the step's total token count exactly.
+        total_tokens = sum(batch["num_items_in_batch"] for batch in batches)
+        for batch in batches:
+            batch["num_items_in_batch"] = total_tokens / len(batches)
+        return batches
+
+    def _logps(self, model, batch):
+        """Per-token log-probabilities of a batch's completions under ``model`` (no gradient)."""
+        ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+        mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        self._choice_rows = batch.get("choice_rows")
+        try:
+            with torch.no_grad():
+                return self._get_per_token_logps_and_entropies(model, ids, mask, batch["completion_ids"].size(1))[0]
+        finally:
+            self._choice_rows = None
+
+    def _store_old_logps(self, batches) -> None:
+        """Keep the pre-update log-probabilities (the clipped ratio's old policy; the pre_update KL's reference)."""
+        for batch in batches:
+            batch["old_per_token_logps"] = self._logps(self.model, batch)
+            if self.beta and self.kl_reference == "pre_update":
+                batch["ref_per_token_logps"] = batch["old_per_token_logps"]
+
+    def _store_ref_logps(self, batches) -> None:
+        """The reference model's log-probabilities (kl_reference="initial"; TRL's frozen copy)."""
+        if self.ref_model is None:
+            raise RuntimeError("beta > 0 with kl_reference='initial' needs TRL's reference model, which was not "
+                               "built; use kl_reference='pre_update' or beta=0")
+        if self.choice_logprob:
+            scorer = self._scorer.backend.model
+            self._scorer.backend.model = self.ref_model
+        try:
+            for batch in batches:
+                batch["ref_per_token_logps"] = self._logps(self.ref_model, batch)
+        finally:
+            if self.choice_logprob:
+                self._scorer.backend.model = scorer
+
+    def _choice_batch(self, samples, pad: int) -> dict[str, Any]:
+        """A micro-batch whose one "completion token" per sample is its choice among its alternatives."""
+        rows = []
+        for sample in samples:
+            alternatives = [list(a) for a in (sample.alternatives or ())]
+            if list(sample.completion_ids) not in alternatives:
+                raise ValueError("choice_logprob=True needs each sample's alternatives (the candidates a choice "
+                                 "policy chose among) with its completion among them; got a sample without")
+            rows.append((list(sample.prompt_ids), alternatives, alternatives.index(list(sample.completion_ids))))
+        single = [Sample(s.prompt_ids, [s.completion_ids[-1]], s.advantage) for s in samples]
+        batch = pad_samples(single, pad, device=self.accelerator.device)
+        batch["choice_rows"] = rows
+        return batch
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args,
+                                           **kwargs):
+        """TRL's per-token log-probabilities, or with ``choice_logprob`` the choice's (one per sample)."""
+        if self._choice_rows is None:
+            return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
+                                                              *args, **kwargs)
+        rows = self._choice_rows
+        scores = self._scorer.packed_token_logprobs([p for p, _, _ in rows], [c for _, c, _ in rows])
+        logps, entropies = [], []
+        for (_, _, chosen), candidates in zip(rows, scores):
+            logits = torch.stack([c.sum() for c in candidates])
+            log_probs = torch.log_softmax(logits, dim=0)
+            logps.append(log_probs[chosen])
+            entropies.append(-(log_probs.exp() * log_probs).sum())
+        logps, entropies = torch.stack(logps).unsqueeze(1), torch.stack(entropies).unsqueeze(1).detach()
+        return logps, entropies, None
+
+    def _optimizer_step(self, batches) -> dict[str, float]:
+        """Accumulate the GRPO loss over the micro-batches, clip, step the optimizer and the schedule."""
+        loss_total, tokens = 0.0, 0
+        self.current_gradient_accumulation_steps = len(batches)
+        for batch in batches:
+            tokens += int(batch["completion_mask"].sum())
+            self._choice_rows = batch.get("choice_rows")
+            try:
+                with self.compute_loss_context_manager():
+                    loss = self.compute_loss(self.model, {k: v for k, v in batch.items() if k != "choice_rows"})
+            finally:
+                self._choice_rows = None
+            self.accelerator.backward(loss)
+            loss_total += float(loss.detach())
+        grad_norm = float("nan")
+        if self.args.max_grad_norm and self.args.max_grad_norm > 0:
+            grad_norm = float(self.accelerator.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm))
+        self.optimizer.step()
+        self.lr_scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.state.global_step += 1
+        return {"loss": loss_total, "grad_norm": grad_norm, "tokens": float(tokens)}
+
+    def state_dicts(self) -> dict[str, Any]:
+        """Optimizer, scheduler and step counter, for a checkpoint."""
+        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.lr_scheduler.state_dict(),
+                "global_step": self.state.global_step}
+
+    def load_state_dicts(self, states: dict[str, Any]) -> None:
+        """Put back what :meth:`state_dicts` returned.
+
+        The schedule continues from where it was; its peak learning rate is this trainer's
+        ``args.learning_rate`` (the saved scheduler state would otherwise bring back the one the run
+        started with, and a ``--resume`` with another learning rate would silently keep the old one).
+        """
+        self.optimizer.load_state_dict(states["optimizer"])
+        self.lr_scheduler.load_state_dict(states["scheduler"])
+        self.state.global_step = int(states["global_step"])
+        peak = float(self.args.learning_rate)
+        if any(base != peak for base in self.lr_scheduler.base_lrs):
+            for group, base in zip(self.optimizer.param_groups, self.lr_scheduler.base_lrs):
+                group["lr"] = group["lr"] * peak / base if base else peak
+                group["initial_lr"] = peak
+            self.lr_scheduler.base_lrs = [peak] * len(self.optimizer.param_groups)
+            self.lr_scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]
