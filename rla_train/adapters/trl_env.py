@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.envs.registration import load_env_creator, registry
+from gymnasium.envs.registration import registry
 
 import rla_envs  # noqa: F401  (registers the rla/* ids)
 from rla_envs.core.errors import ResetNeeded, did_you_mean

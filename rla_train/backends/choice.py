@@ -260,7 +260,7 @@ class ChoiceBackend:
         sees the prompt and the earlier tokens of its own candidate (a block mask), and is placed at the
         positions it would have right after the prompt, so each candidate scores exactly as if it followed
         the prompt alone. Runs in the caller's grad mode and the model's current mode (train or eval): the
-        listwise warm start (:func:`rla_train.warmstart.choice_sft`) trains through it.
+        listwise warm start (:func:`rla_train.cotrainer.warm_start.choice_sft`) trains through it.
 
         Returns:
             for each prompt, one 1-D float tensor per candidate (``len(tokens)`` log-probabilities).

@@ -266,7 +266,7 @@ class RunConfig(_Section):
     warm_start_listwise_steps: int = _f(700, "choice policies (policy.action_mode=choice): after the SFT, this many "
                                         "steps of listwise training on the same demonstrations (the cross-entropy of "
                                         "the expert's command among the admissible ones, scored as the policy acts; "
-                                        "rla_train.warmstart.choice_sft) at warm_start_learning_rate (0 = none). "
+                                        "rla_train.cotrainer.warm_start.choice_sft) at warm_start_learning_rate (0 = none). "
                                         "Bounded by steps, never by time, so a seed gives the same start on any machine",
                                         ge=0)
     eval_every: int = _f(0, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",

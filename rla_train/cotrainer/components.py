@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rla_envs.alfworld.tasks import generated_tasks
 from rla_envs.curriculum.diagnosers import RuleDiagnoser
 from rla_envs.curriculum.pool import TaskPool
 from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter

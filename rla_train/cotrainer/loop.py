@@ -43,7 +43,8 @@ from rla_train.signals.metrics import outcome_accuracy, success_summary
 from rla_train.signals.rewards import outcome_value
 from rla_train.signals.samples import (RewardSpec, advantage_change_fraction, policy_samples, reward_model_samples,
                                        step_rewards)
-from rla_train.warmstart import choice_sft, expert_demonstrations, sft_warm_start
+from rla_train.cotrainer.demonstrations import expert_demonstrations
+from rla_train.cotrainer.warm_start import choice_sft, sft_warm_start
 
 __all__ = ["train", "train_step", "evaluate", "reward_spec", "pool_funnel", "format_summary"]
 

@@ -7,7 +7,7 @@ kinds, and the searching expert almost never takes a bad step, so episodes come 
 * the family's expert (``epsilon=0``; ``FamilySpec.expert_options``), and
 * a "policy": an **epsilon-expert** (each step, with probability ``epsilon`` a seeded random admissible
   action, else the expert's; ``epsilon=1`` is a random-admissible player), or a real policy (a
-  generation backend + agent, as in :func:`rla_train.warmstart.policy_demonstrations`: the training run
+  generation backend + agent, as in :func:`rla_train.cotrainer.demonstrations.policy_demonstrations`: the training run
   passes its warm-started policy so that the reward model learns on the steps it will judge).
 
 Pipeline, each piece usable alone (episodes from the rollout engine can go straight to :func:`label_steps`)::

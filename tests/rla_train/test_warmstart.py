@@ -8,7 +8,8 @@ import pytest
 
 from rla_train.agents.text_games import TextGameAgent
 from rla_train.rollout.episode import Episode
-from rla_train.warmstart import choice_accuracy, choice_sft, expert_demonstrations, sft_warm_start
+from rla_train.cotrainer.demonstrations import expert_demonstrations
+from rla_train.cotrainer.warm_start import choice_accuracy, choice_sft, sft_warm_start
 from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
 
@@ -160,7 +161,7 @@ def test_choice_accuracy_is_the_share_of_states_where_the_greedy_choice_is_the_e
 def test_policy_demonstrations_label_the_states_the_policy_reaches_with_the_experts_command(
         demonstrations, alfworld_tasks, tiny_backend):
     from rla_train.backends.choice import ChoiceBackend, admissible_from_prompt
-    from rla_train.warmstart import policy_demonstrations
+    from rla_train.cotrainer.demonstrations import policy_demonstrations
 
     agent, experts = demonstrations
     policy = ChoiceBackend(tiny_backend, temperature=1.0)
