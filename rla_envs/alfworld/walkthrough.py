@@ -9,7 +9,7 @@ solution, not a demonstration of search: it never looks anywhere the target is n
 was won. It plays in this process's :class:`~rla_envs.alfworld.engine.AlfWorldEngine` (``engine="fast"``,
 the default: one engine per process and thread, reused across games) or in textworld's stock
 ``PddlEnv`` wrapped in alfworld's ``AlfredDemangler`` (``engine="stock"``, 2-8 s per game). Both give
-the same transcripts (``tests/alfworld/test_engine.py`` checks it), so the fast one decides.
+the same transcripts (``tests/rla_envs/alfworld/test_engine.py`` checks it), so the fast one decides.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 
 from benchmarks.evaluate.cli import build_parser, main  # noqa: E402
 from rla_train.config import ConfigError, load_config, parse_options  # noqa: E402
-from tests.alfworld.conftest import alfworld_cache  # noqa: E402, F401  (a private RLA_CACHE for the session)
+from tests.rla_envs.alfworld.conftest import alfworld_cache  # noqa: E402, F401  (a private RLA_CACHE for the session)
 
 RUN = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_level: 2}", "env.train_options={}",
        "env.eval_options={}", "env.max_steps=8", "env.num_envs=3", "env.workers=0", "train.mode=outcome_only",

@@ -12,7 +12,7 @@ from rla_train.collect import collect, main
 from rla_train.reward_model import RewardModel
 from rla_train.rollout.engine import RolloutEngine
 from rla_train.rollout.episode import Episode
-from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
+from tests.rla_envs.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
 
 class CountingBackend(TransformersBackend):

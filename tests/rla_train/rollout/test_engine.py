@@ -13,7 +13,7 @@ from rla_train.backends.base import SamplingParams
 from rla_train.backends.scripted import ScriptedBackend
 from rla_train.rollout.engine import RolloutEngine
 from rla_train.rollout.envs import EnvSpec
-from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
+from tests.rla_envs.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
 _LIST = re.compile(r"Admissible actions: (.*)\n")
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.code import test_sandbox_attacks as harness
-from tests.code.test_sandbox_attacks import CORPUS, SLOTS, host, test_attack_is_contained  # noqa: F401
+from tests.rla_envs.code import test_sandbox_attacks as harness
+from tests.rla_envs.code.test_sandbox_attacks import CORPUS, SLOTS, host, test_attack_is_contained  # noqa: F401
 
 from rla_envs.code.sandbox import SandboxError, make_sandbox
 from rla_envs.core.docker import connect

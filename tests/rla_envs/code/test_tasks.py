@@ -17,7 +17,7 @@ from rla_envs.code.tasks.jsonl import load_jsonl
 from rla_envs.code.tasks.taskfile import load_task_file, two_form_tasks
 from rla_envs.core.errors import DataNotFound, InvalidTask, TaskNotFound
 from rla_envs.core.task import Task
-from tests.code.test_grading import ATTACKS, FakeSandbox, make_real_sandbox
+from tests.rla_envs.code.test_grading import ATTACKS, FakeSandbox, make_real_sandbox
 
 # --------------------------------------------------------------------------- schema
 

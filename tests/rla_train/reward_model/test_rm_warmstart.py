@@ -9,7 +9,7 @@ from rla_train.reward_model.label_data import (LabelledStep, balance_steps, clas
 from rla_train.reward_model.prompts import judge_chat
 from rla_train.reward_model.verdicts import VERDICTS
 from rla_train.reward_model.warm_start import class_weights, warm_start_reward_model
-from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
+from tests.rla_envs.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
 
 @pytest.fixture(scope="module")

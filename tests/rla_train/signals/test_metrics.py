@@ -43,7 +43,7 @@ def test_ut_accuracy():
     assert m.ut_accuracy([None, None]) is None
 
 
-# the same matrix as tests/rla_train/test_rewards.py: p0, p1 correct; p2, p3 wrong; t0..t2 correct tests
+# the same matrix as tests/rla_train/signals/test_rewards.py: p0, p1 correct; p2, p3 wrong; t0..t2 correct tests
 PASSES = [[1, 1, 1, 1, 0],
           [1, 1, 1, 0, 0],
           [1, 0, 0, 1, 0],

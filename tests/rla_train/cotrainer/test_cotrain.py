@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from rla_train.config import MODES, load_config
-from tests.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA_CACHE for the session)
+from tests.rla_envs.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA_CACHE for the session)
 
 SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_level: 2}", "env.train_options={}",
          "env.eval_options={}", "env.max_steps=8", "env.num_envs=8", "env.workers=0", "rollout.group_size=4",

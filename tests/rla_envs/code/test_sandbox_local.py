@@ -9,8 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from rla_envs.code.sandbox import Call, CallResult, ConfinementUnavailable, Limits, Sandbox, make_sandbox
+from rla_envs.code.sandbox import (
+    Call,
+    CallResult,
+    ConfinementUnavailable,
+    Limits,
+    Sandbox,
+    make_sandbox,
+)
 from rla_envs.code.sandbox.base import UnsupportedValue, decode_value, encode_value
+from tests.paths import REPO_ROOT
 
 SLOTS = 2
 FAST = Limits(timeout_s=5.0)  # generous: the test machine is shared and often loaded
@@ -292,7 +300,7 @@ def test_runs_as_its_own_uid_in_a_fresh_private_dir_with_a_clean_env(box, monkey
 
 
 @pytest.mark.parametrize("path", ["/etc/shadow", "/work", "/root", "/home", "/tmp", "/dev/shm", __file__,
-                                  str(Path(__file__).resolve().parents[2])])
+                                  str(REPO_ROOT)])
 def test_host_paths_are_out_of_reach(box, path):
     program = (f"import os\np = {path!r}\ntry:\n    print('LISTED', os.listdir(p)) if os.path.isdir(p) else "
                f"print('READ', len(open(p, 'rb').read()))\nexcept OSError as e:\n    print('DENIED', type(e).__name__)\n")

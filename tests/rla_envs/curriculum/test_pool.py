@@ -14,6 +14,7 @@ import pytest
 from rla_envs.core.errors import DataNotFound, TaskNotFound
 from rla_envs.core.task import Task
 from rla_envs.curriculum.pool import PoolConfig, TaskPool
+from tests.paths import REPO_ROOT
 
 
 def make_tasks(n):
@@ -300,7 +301,7 @@ _SAVE_FOREVER = textwrap.dedent("""
 
 def test_killing_a_process_mid_save_never_leaves_an_unreadable_file(tmp_path):
     path = tmp_path / "pool.json"
-    repo_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    repo_root = str(REPO_ROOT)
     env = dict(os.environ, PYTHONPATH=repo_root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     partial_writes = 0
     for delay in (0.05, 0.11, 0.17, 0.23):

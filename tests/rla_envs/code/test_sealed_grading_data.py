@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.code.test_grading import FakeSandbox
+from tests.rla_envs.code.test_grading import FakeSandbox
 from tests.paths import REPO_ROOT, SANDBOX_ATTACKS
 
 from rla_envs.code.grading import grade
@@ -259,7 +259,7 @@ def test_reading_the_grading_data_scores_0_in_the_local_sandbox_regular_install(
 @pytest.mark.docker
 def test_reading_the_grading_data_scores_0_in_the_docker_sandbox(user_files):
     """The image holds the sandbox code only: neither the host's install nor its files are there to read."""
-    from tests.code.test_sandbox_docker import docker_sandbox_or_skip
+    from tests.rla_envs.code.test_sandbox_docker import docker_sandbox_or_skip
 
     sandbox, _ = docker_sandbox_or_skip()
     with sandbox:

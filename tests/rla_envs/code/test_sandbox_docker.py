@@ -18,7 +18,7 @@ from rla_envs.code.sandbox.docker_container import LABEL
 from rla_envs.core.docker import connect
 from rla_envs.core.errors import MissingDependency
 from rla_envs.code.tasks.taskfile import load_task_file
-from tests.code.test_sandbox_attacks import Listener
+from tests.rla_envs.code.test_sandbox_attacks import Listener
 from tests.paths import SANDBOX_ATTACKS
 
 pytestmark = pytest.mark.docker

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -11,8 +10,7 @@ import pytest
 from rla_envs.code.sandbox.docker_image import source_files, source_hash
 from rla_envs.core.docker import ImageKind, check_image, connect, sources_digest
 from rla_envs.core.errors import RlaError
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import REPO_ROOT
 
 
 class ImageTrouble(RlaError, RuntimeError):

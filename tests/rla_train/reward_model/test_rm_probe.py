@@ -6,7 +6,7 @@ import pytest
 
 from rla_train.reward_model.probe import Probe, build_probe, probe_reward_model
 from rla_train.reward_model.prompts import judge_chat
-from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
+from tests.rla_envs.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
 
 @pytest.fixture(scope="module")

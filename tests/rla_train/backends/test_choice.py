@@ -8,7 +8,7 @@ from rla_train.agents.text_games import TextGameAgent
 from rla_train.backends.base import GenerationBackend, SamplingParams
 from rla_train.backends.choice import ChoiceBackend, admissible_from_prompt
 from rla_train.rollout.engine import RolloutEngine
-from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
+from tests.rla_envs.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
 COMMANDS = ["go to cabinet 1", "go to cabinet 10", "open drawer 2", "take apple 1 from countertop 1", "look"]
 

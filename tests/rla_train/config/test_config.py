@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 import yaml
 
-from rla_train.config import (CONFIG_FILENAME, MODES, SECTIONS, ConfigError, TrainConfig, build_arg_parser,
-                              load_config, parse_args)
+from rla_train.config import (
+    CONFIG_FILENAME,
+    MODES,
+    SECTIONS,
+    ConfigError,
+    TrainConfig,
+    build_arg_parser,
+    load_config,
+    parse_args,
+)
+from tests.paths import REPO_ROOT
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS = REPO_ROOT / "configs"
 PAPER_CONFIGS = ["alfworld-qwen2.5-7b.yaml", "code-qwen2.5-7b.yaml", "osworld-qwen2.5-7b.yaml"]
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import typing
-from pathlib import Path
 
 from rla_envs.curriculum.pool import PoolConfig
 from rla_train.config import TrainConfig
+from tests.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 READERS = ("rla_train", "benchmarks", "rla_envs/curriculum")
 """The code that turns config values into a run (the trainer, the benchmarks that build it, the task pool)."""
 VALIDATION = ("__post_init__", "check")
