@@ -48,6 +48,9 @@ for _name, _value in _LOOPBACK_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
 # A local cluster started for a RayEnvs offers every custom resource it asks for (everything runs on this machine)
 LOCAL_RESOURCE_CAPACITY = 1_000_000.0
+# How often a RayEnvs waiting for its actors to be placed says so (it waits as long as the cluster needs)
+PLACEMENT_REPORT_SECONDS = 30.0
+_LOCAL_CLUSTERS: set[str] = set()  # GCS addresses of the clusters start_local_cluster started in this process
 
 
 def _ray():
@@ -71,7 +74,13 @@ def start_local_cluster(*, num_cpus: int | None = None, resources: Mapping[str, 
                        "the local cluster may listen beyond 127.0.0.1. Import this module first, or set the variable.")
     ray.init(num_cpus=num_cpus or os.cpu_count() or 1, resources=dict(resources or {}), include_dashboard=False,
              _node_ip_address=LOOPBACK, log_to_driver=False, configure_logging=False)
+    _LOCAL_CLUSTERS.add(ray.get_runtime_context().gcs_address)
     logger.info("started a local Ray cluster on %s (%s)", LOOPBACK, ray.cluster_resources())
+
+
+def _on_local_cluster(ray) -> bool:
+    """Whether this process is connected to a local cluster that :func:`start_local_cluster` started."""
+    return ray.get_runtime_context().gcs_address in _LOCAL_CLUSTERS
 
 
 class RayEnvs(ClosesOnExit):
@@ -96,14 +105,12 @@ class RayEnvs(ClosesOnExit):
         self.num_slots = int(num_slots)
         self.workers = min(int(workers), self.num_slots)
         self.resources = {str(name): float(amount) for name, amount in (resources or {}).items()}
-        started_here = False
         if not ray.is_initialized():
             if address:
                 ray.init(address=address, log_to_driver=False, configure_logging=False)
             else:
                 start_local_cluster(resources={name: LOCAL_RESOURCE_CAPACITY for name in self.resources})
-                started_here = True
-        self.num_cpus = float(num_cpus if num_cpus is not None else (0 if started_here else 1))
+        self.num_cpus = float(num_cpus if num_cpus is not None else (0 if _on_local_cluster(ray) else 1))
         self._check_placeable(ray.cluster_resources())
         self._actor_class = ray.remote(EnvSlots).options(num_cpus=self.num_cpus, resources=self.resources or None,
                                                          max_restarts=0)
@@ -111,6 +118,18 @@ class RayEnvs(ClosesOnExit):
         self._actors = [self._actor_class.remote(factory) for _ in range(self.workers)]
         self._lost: set[int] = set()  # slots whose actor died while their episode was live
         self.replaced = 0  # actors replaced after dying
+        self._wait_until_placed(self._actors)
+
+    def _wait_until_placed(self, actors: list) -> None:
+        """Wait for the actors to start, saying every PLACEMENT_REPORT_SECONDS which still wait for resources."""
+        ray = _ray()
+        pending = [actor.__ray_ready__.remote() for actor in actors]
+        while pending:
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=PLACEMENT_REPORT_SECONDS)
+            if pending:
+                logger.warning("%d of %d env Ray actors are still waiting to be placed (each asks for %s CPU and %s; "
+                               "free now: %s)", len(pending), len(actors), self.num_cpus, self.resources or "no custom "
+                               "resources", ray.available_resources())
 
     def _check_placeable(self, offered: Mapping[str, float]) -> None:
         asked = {**self.resources, "CPU": self.num_cpus}
@@ -151,6 +170,7 @@ class RayEnvs(ClosesOnExit):
         logger.warning("env Ray actor %d died; replacing it (the episodes of its slots end)", index)
         _ray().kill(self._actors[index], no_restart=True)
         self._actors[index] = self._actor_class.remote(self._factory)
+        self._wait_until_placed([self._actors[index]])
         self._lost.update(slot for slot in range(index, self.num_slots, self.workers) if slot not in handled)
         self.replaced += 1
 
