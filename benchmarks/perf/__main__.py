@@ -23,6 +23,8 @@ SUITES: dict[str, tuple[str, ...]] = {
 SUITES["all"] = tuple(dict.fromkeys(m for modules in SUITES.values() for m in modules))
 # After "all": the desktop suite needs Debian's desktop packages (scripts/install-desktop.sh), so it runs by name.
 SUITES["desktop"] = ("benchmarks.perf.desktop",)
+# The scale suite needs Ray (pip install "rla[ray]"): Ray actors vs env processes, by name too.
+SUITES["scale"] = ("benchmarks.perf.scale",)
 
 
 def run_suite(name: str, quick: bool) -> list[Metric]:

@@ -60,7 +60,10 @@ class RolloutEngine(ClosesOnExit):
         agent: the agent (prompts and parsing); default: ``make_agent`` for the env id.
         backend: the policy's :class:`GenerationBackend`.
         num_envs: env instances, i.e. episodes in flight at once (the generate batch size).
-        workers: env worker processes (0 = envs in this process).
+        workers: env workers: processes (0 = envs in this process), or Ray actors with ``env_backend="ray"``.
+        env_backend: ``"process"`` (default) or ``"ray"`` (envs on Ray actors, :mod:`rla_train.rollout.ray_envs`).
+        env_backend_options: for the ray backend: ``address``, ``resources``, ``num_cpus`` of
+            :class:`~rla_train.rollout.ray_envs.RayEnvs`.
         sampling: the policy's sampling parameters.
         seed: base seed: episode ``k`` of a run resets with ``seed + k`` and generate call ``t`` samples
             with a seed derived from ``(seed, t)`` unless ``sampling.seed`` is set, so the same seed and
@@ -71,7 +74,8 @@ class RolloutEngine(ClosesOnExit):
 
     def __init__(self, env: str | EnvSpec | Callable[[], Any], agent=None, backend: GenerationBackend | None = None, *,
                  num_envs: int = 16, workers: int = 0, sampling: SamplingParams | None = None, seed: int = 0,
-                 progress: bool = True, start_method: str = "spawn", env_options: Mapping[str, Any] | None = None):
+                 progress: bool = True, start_method: str = "spawn", env_options: Mapping[str, Any] | None = None,
+                 env_backend: str = "process", env_backend_options: Mapping[str, Any] | None = None):
         if isinstance(env, str):
             env = EnvSpec(env, **dict(env_options or {}))
         elif env_options:
@@ -97,7 +101,10 @@ class RolloutEngine(ClosesOnExit):
         self.progress = progress
         self.stats = RolloutStats()
         self.turns = 0  # generate calls so far: turn t samples with a seed derived from (seed, t); saved on checkpoints
-        self._slots = make_env_slots(env, num_envs, workers, **({"start_method": start_method} if workers else {}))
+        slot_options = dict(env_backend_options or {})
+        if env_backend == "process" and workers:
+            slot_options["start_method"] = start_method
+        self._slots = make_env_slots(env, num_envs, workers, backend=env_backend, **slot_options)
 
     # ----------------------------------------------------------------- tasks
     def sample_tasks(self, n: int, *, seed: int | None = None) -> list[Task]:

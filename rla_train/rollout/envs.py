@@ -10,6 +10,7 @@ a worker that dies raises :class:`EnvWorkerError`.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import traceback
 from collections.abc import Callable, Mapping
@@ -20,7 +21,9 @@ from rla_envs.core.closing import ClosesOnExit
 from rla_envs.core.errors import RlaError
 from rla_envs.core.task import Task
 
-__all__ = ["EnvSpec", "EnvFailure", "EnvWorkerError", "LocalEnvs", "ProcessEnvs", "make_env_slots"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["EnvSpec", "EnvFailure", "EnvSlots", "EnvWorkerError", "LocalEnvs", "ProcessEnvs", "ENV_BACKENDS", "make_env_slots"]
 
 
 class EnvWorkerError(RlaError, RuntimeError):
@@ -76,8 +79,8 @@ def _call(env, method: str, argument: Any) -> Any:
         return EnvFailure(f"{type(error).__name__}: {error}", traceback.format_exc())
 
 
-class _Slots:
-    """Envs built on first use from a factory, one per slot."""
+class EnvSlots:
+    """Envs built on first use from a factory, one per slot (what each env worker, process or Ray actor, holds)."""
 
     def __init__(self, factory: Callable[[], Any]):
         self.factory = factory
@@ -97,11 +100,11 @@ class _Slots:
         return results
 
     def close(self) -> None:
-        for env in self.envs.values():
+        for slot, env in self.envs.items():
             try:
                 env.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
+            except Exception as error:  # noqa: BLE001 - closing is best effort; the other envs still close
+                logger.warning("closing the env of slot %d failed: %s: %s", slot, type(error).__name__, error)
         self.envs.clear()
 
 
@@ -112,7 +115,7 @@ class LocalEnvs(ClosesOnExit):
         if num_slots < 1:
             raise ValueError(f"num_slots must be >= 1, got {num_slots}")
         self.num_slots = int(num_slots)
-        self._slots = _Slots(factory)
+        self._slots = EnvSlots(factory)
 
     def reset_many(self, calls: Mapping[int, tuple[Task | None, int | None]]) -> dict[int, Any]:
         """Reset each slot with ``(task, seed)``; results are ``(observation, info)`` or EnvFailure."""
@@ -129,7 +132,7 @@ class LocalEnvs(ClosesOnExit):
 
 def _serve(connection, factory: Callable[[], Any]) -> None:
     """A worker's loop: ``(method, {slot: argument})`` in, ``{slot: result}`` out, until ``close``."""
-    slots = _Slots(factory)
+    slots = EnvSlots(factory)
     try:
         while True:
             try:
@@ -231,10 +234,27 @@ class ProcessEnvs(ClosesOnExit):
         self._connections, self._processes = [], []
 
 
-def make_env_slots(factory: Callable[[], Any], num_slots: int, workers: int = 0, **options: Any):
-    """``num_slots`` envs: in this process when ``workers == 0``, else over ``workers`` processes."""
+ENV_BACKENDS = ("process", "ray")
+
+
+def make_env_slots(factory: Callable[[], Any], num_slots: int, workers: int = 0, *, backend: str = "process",
+                   **options: Any):
+    """``num_slots`` envs over ``workers`` env workers.
+
+    ``backend="process"``: in this process when ``workers == 0``, else over worker processes (:class:`ProcessEnvs`);
+    ``backend="ray"``: over ``workers`` Ray actors (:class:`~rla_train.rollout.ray_envs.RayEnvs`, ``pip install
+    "rla[ray]"``), ``options`` going to it (``address``, ``resources``, ...).
+    """
+    if backend not in ENV_BACKENDS:
+        raise ValueError(f"env backend must be one of {ENV_BACKENDS}, got {backend!r}")
     if workers < 0:
         raise ValueError(f"workers must be >= 0 (0 = in this process), got {workers}")
+    if backend == "ray":
+        if workers == 0:
+            raise ValueError("the ray env backend needs workers >= 1 (the number of Ray actors holding the envs)")
+        from rla_train.rollout.ray_envs import RayEnvs  # ray is an optional dependency: imported only when chosen
+
+        return RayEnvs(factory, num_slots, workers=workers, **options)
     if workers == 0:
         return LocalEnvs(factory, num_slots)
     return ProcessEnvs(factory, num_slots, workers=workers, **options)
