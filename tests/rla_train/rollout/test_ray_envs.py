@@ -16,9 +16,9 @@ from rla_train.agents import TextGameAgent
 from rla_train.backends.scripted import ScriptedBackend
 from rla_train.rollout.engine import RolloutEngine
 from rla_train.rollout.envs import EnvFailure, EnvSpec
-from tests.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
-from tests.rla_train.test_engine import first_admissible
-from tests.textworld.conftest import tw_cache, tw_tasks  # noqa: F401  (session fixtures)
+from tests.rla_envs.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
+from tests.rla_train.rollout.test_engine import first_admissible
+from tests.rla_envs.textworld.conftest import tw_cache, tw_tasks  # noqa: F401  (session fixtures)
 
 from rla_train.rollout.ray_envs import RayEnvs, start_local_cluster  # before ray: it keeps Ray on loopback
 
