@@ -15,9 +15,28 @@ from typing import Any
 from rla_envs.core.errors import did_you_mean
 from rla_envs.core.registry import FamilySpec, families, family_spec
 from rla_train.agents import agent_kind
-from rla_train.config.fields import CONFIG_FILENAME, MODES, SAME_AS_POLICY, TINY, ConfigError, Mode, _type_name
-from rla_train.config.sections import (RETIRED_KEYS, SECTIONS, EnvConfig, OptimizerConfig, OutputConfig, PolicyConfig,
-                                       PoolSettings, RewardModelConfig, RolloutConfig, RunConfig, ScaleConfig)
+from rla_train.config.fields import (
+    CONFIG_FILENAME,
+    MODES,
+    SAME_AS_POLICY,
+    TINY,
+    ConfigError,
+    Mode,
+    _type_name,
+)
+from rla_train.config.sections import (
+    RETIRED_KEYS,
+    SECTIONS,
+    EnvConfig,
+    OptimizerConfig,
+    OutputConfig,
+    PolicyConfig,
+    PoolSettings,
+    RewardModelConfig,
+    RolloutConfig,
+    RunConfig,
+    ScaleConfig,
+)
 
 
 def _paths() -> list[str]:
@@ -118,12 +137,21 @@ class TrainConfig:
         """The env family's name (``"alfworld"``, ``"textworld"``, ``"code"``, ``"desktop"``, ...) of ``env.id``."""
         return self.family_spec.name
 
+    def _check_env_workers(self) -> None:
+        env = self.env
+        if env.backend == "ray" and env.workers == 0:
+            raise ConfigError("env.backend=ray needs env.workers >= 1 (the number of Ray actors holding the envs)")
+        if env.backend != "ray" and (env.ray_address is not None or env.ray_resources):
+            raise ConfigError(f"env.ray_address and env.ray_resources apply to env.backend=ray, but env.backend="
+                              f"{env.backend}; set env.backend=ray or remove them")
+
     def check(self) -> None:
         """Cross-section rules; each error names the fields and the fix."""
         mode, spec, policy, rm, pool = self.mode, self.family_spec, self.policy, self.reward_model, self.pool
         name, family = self.train.mode, spec.name
         for role in ("policy", "reward_model"):
             self.optimizer_for(role)  # an override that is not an optimizer field, or out of range, fails here
+        self._check_env_workers()
         with_labels = sorted(f.name for f in families().values() if f.step_labels is not None)
         if mode.reward_model and rm.kind == "noisy_oracle" and spec.step_labels is None:
             raise ConfigError(f"reward_model.kind=noisy_oracle votes the expert's step labels, which exist for the "

@@ -10,7 +10,16 @@ from typing import Any, ClassVar
 from rla_envs.core.errors import did_you_mean
 from rla_envs.curriculum.pool import REWRITE_RULES, PoolConfig
 from rla_envs.curriculum.sampling import STRATEGIES
-from rla_train.config.fields import BACKENDS, TRAINABLE_BACKENDS, ConfigError, MODES, TINY, _Section, _f
+from rla_train.config.fields import (
+    BACKENDS,
+    MODES,
+    TINY,
+    TRAINABLE_BACKENDS,
+    ConfigError,
+    _f,
+    _Section,
+)
+from rla_train.rollout.envs import ENV_BACKENDS
 
 
 @dataclass
@@ -27,7 +36,14 @@ class EnvConfig(_Section):
                                       "`options`: the held-out task source or split")
     max_steps: int = _f(30, "most policy turns per episode (the env's max_steps where it has one)", ge=1)
     num_envs: int = _f(8, "env instances playing at once, i.e. the policy's generate batch per turn", ge=1)
-    workers: int = _f(1, "env worker processes (0 = envs in the trainer's process)", ge=0)
+    workers: int = _f(1, "env workers: processes (0 = envs in the trainer's process), or Ray actors with backend=ray",
+                      ge=0)
+    backend: str = _f("process", "where the env workers run: process (on this machine) or ray (Ray actors, on a local "
+                      "loopback cluster or the one at ray_address; pip install \"rla[ray]\")", choices=ENV_BACKENDS)
+    ray_address: str | None = _f(None, "backend=ray: the cluster to join (auto, host:6379, ray://head:10001); null "
+                                 "starts a local cluster listening on 127.0.0.1 only")
+    ray_resources: dict[str, float] = _f({}, "backend=ray: Ray custom resources each env actor needs, so desktop or "
+                                         "docker-backed envs land where their provider runs (e.g. {desktop: 1})")
 
 
 @dataclass

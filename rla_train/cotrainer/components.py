@@ -21,9 +21,20 @@ from rla_train.backends import make_backend
 from rla_train.backends.base import SamplingParams
 from rla_train.backends.hf import TransformersBackend
 from rla_train.config import MODES, TrainConfig
-from rla_train.cotrainer.play_setup import (PROBE_SEED_OFFSET, build_agent, build_judge, env_spec, heldout_engine,
-                                            heldout_plan, heldout_tasks, load_model, policy_backends, policy_dtype,
-                                            policy_sampling)
+from rla_train.cotrainer.play_setup import (
+    PROBE_SEED_OFFSET,
+    build_agent,
+    build_judge,
+    env_spec,
+    env_workers,
+    heldout_engine,
+    heldout_plan,
+    heldout_tasks,
+    load_model,
+    policy_backends,
+    policy_dtype,
+    policy_sampling,
+)
 from rla_train.cotrainer.policy_update import SampleTrainer
 from rla_train.reward_model import RewardModelDiagnoser
 from rla_train.reward_model.probe import build_probe, probe_reward_model
@@ -80,9 +91,8 @@ def grpo_args(section, optimizer, out_dir: Path, *, seed: int, temperature: floa
     :meth:`~rla_train.config.TrainConfig.optimizer_for`; ``beta`` and ``epsilon_high`` are the policy's (the reward
     model has no KL term). ``num_generations`` only sizes TRL's placeholder dataset: samples arrive scored.
     """
-    from trl import GRPOConfig
-
     import torch
+    from trl import GRPOConfig
 
     return GRPOConfig(
         output_dir=str(out_dir), seed=seed, temperature=temperature, report_to="none",
@@ -171,7 +181,7 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
     reward_model, rm_model, rm_tokenizer, rm_text = build_judge(config, policy_model, policy_tokenizer)
     agent = build_agent(config)
     engine = RolloutEngine(env_spec(config, config.env.train_options), agent, policy_backend,
-                           num_envs=config.env.num_envs, workers=config.env.workers,
+                           num_envs=config.env.num_envs, **env_workers(config),
                            sampling=policy_sampling(config), seed=seed, progress=progress)
     plan = heldout_plan(config)
     eval_engine = heldout_engine(plan, agent, eval_backend, progress=progress)
@@ -179,7 +189,7 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
     probe_engine = probe_tasks = None
     if config.train.probe_episodes:
         probe_engine = RolloutEngine(env_spec(config, config.env.train_options), agent, eval_backend,
-                                     num_envs=config.env.num_envs, workers=config.env.workers,
+                                     num_envs=config.env.num_envs, **env_workers(config),
                                      sampling=policy_sampling(config, evaluation=True), seed=seed + PROBE_SEED_OFFSET,
                                      progress=progress)
         probe_tasks = probe_engine.sample_tasks(config.train.probe_episodes, seed=seed + 1)

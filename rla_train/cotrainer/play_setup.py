@@ -18,6 +18,7 @@ sampling stream restarts at turn 0, so the result depends on the weights alone.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,7 +166,7 @@ class HeldOutPlan:
             samples with a seed derived from ``(engine_seed, t)``.
         sampling: the policy's sampling at evaluation (``train.eval_temperature``, 0 = greedy).
         num_envs: episodes in flight, i.e. the generate batch (the sampling stream depends on it).
-        workers: env worker processes (the numbers do not depend on it).
+        env_workers: the engine's env-worker arguments (:func:`env_workers`; the numbers do not depend on them).
     """
 
     env: Any
@@ -174,7 +175,7 @@ class HeldOutPlan:
     engine_seed: int
     sampling: Any
     num_envs: int
-    workers: int = 0
+    env_workers: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def replace(self, **changes: Any) -> HeldOutPlan:
         """A copy with ``changes`` (``seed=`` sets both seeds as a run seeded so would)."""
@@ -184,17 +185,24 @@ class HeldOutPlan:
         return dataclasses.replace(self, **changes)
 
 
+def env_workers(config: TrainConfig) -> dict[str, Any]:
+    """The rollout engine's env-worker arguments: ``env.workers`` processes, or Ray actors (``env.backend: ray``)."""
+    options = {"address": config.env.ray_address, "resources": dict(config.env.ray_resources)}
+    return {"workers": config.env.workers, "env_backend": config.env.backend,
+            "env_backend_options": options if config.env.backend == "ray" else {}}
+
+
 def heldout_plan(config: TrainConfig) -> HeldOutPlan:
     """The held-out evaluation the run with ``config`` makes before, during and after co-training."""
     return HeldOutPlan(env=env_spec(config, config.env.eval_options), episodes=config.train.eval_episodes,
                        task_seed=config.train.seed, engine_seed=heldout_engine_seed(config.train.seed),
                        sampling=policy_sampling(config, evaluation=True), num_envs=config.env.num_envs,
-                       workers=config.env.workers)
+                       env_workers=env_workers(config))
 
 
 def heldout_engine(plan: HeldOutPlan, agent, backend, *, progress: bool = True):
     """The rollout engine that plays ``plan``'s episodes with ``agent`` and ``backend`` (close it after use)."""
-    return RolloutEngine(plan.env, agent, backend, num_envs=plan.num_envs, workers=plan.workers,
+    return RolloutEngine(plan.env, agent, backend, num_envs=plan.num_envs, **plan.env_workers,
                          sampling=plan.sampling, seed=plan.engine_seed, progress=progress)
 
 
