@@ -221,7 +221,7 @@ class ChoiceBackend:
                 for chunk in self.row_chunks([len(a) + len(b) for a, b in pairs]):
                     flat.extend(self._full_logprobs([pairs[i] for i in chunk]))
         out, index = [[] for _ in candidate_ids], 0
-        for p, c in rows:
+        for p, _ in rows:
             out[p].append(flat[index])
             index += 1
         return out

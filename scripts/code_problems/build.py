@@ -4,10 +4,15 @@
 
 Each problem's expected outputs are computed by running its reference solution (trusted code).
 """
+import json
 import pathlib
-import json, subprocess, sys, time
-sys.setrecursionlimit(10000)
+import subprocess
+import sys
+import time
+
 from problems_b import P
+
+sys.setrecursionlimit(10000)
 
 def run_fn(p, args):
     ns = {"__name__": "solution"}
@@ -22,14 +27,17 @@ def run_io(p, stdin):
 out = []
 names = set()
 for p in P:
-    assert p["name"] not in names; names.add(p["name"])
+    assert p["name"] not in names
+    names.add(p["name"])
     assert len(p["public"]) >= 3 and len(p["hidden"]) >= 5, p["name"]
     if p["form"] == "function":
         assert p["signature"].startswith(p["name"] + "(")
-        mk = lambda args: {"args": repr(tuple(args)), "expected": repr(run_fn(p, args))}
+        def mk(args, p=p):
+            return {"args": repr(tuple(args)), "expected": repr(run_fn(p, args))}
         spec = {"form": "function", "entry_point": p["name"], "signature": p["signature"]}
     else:
-        mk = lambda stdin: {"stdin": stdin, "stdout": run_io(p, stdin)}
+        def mk(stdin, p=p):
+            return {"stdin": stdin, "stdout": run_io(p, stdin)}
         spec = {"form": "stdio"}
     t = time.time()
     spec["public_tests"] = [mk(x) for x in p["public"]]

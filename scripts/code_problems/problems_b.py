@@ -1,4 +1,4 @@
-from problems_a import P, fn, io
+from problems_a import P, fn, io  # noqa: F401  (build.py reads P from here: both files append to it)
 
 # ---------------- level 3: classic algorithms
 fn("binary_search", 3,

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from rla_envs.core.errors import DataNotFound, InvalidFile, RlaError
 from rla_envs.core.task import Task

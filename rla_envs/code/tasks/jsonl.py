@@ -139,7 +139,9 @@ def _livecodebench(record, max_hidden_tests, timeout_s, source) -> Task:
     kinds = {case.get("testtype", "stdin") for case in public + hidden}
     if kinds - {"stdin"}:
         raise _Unsupported(f"test types {sorted(kinds - {'stdin'})} (only stdin problems are graded)")
-    to_test = lambda case: {"stdin": _text(case, "input"), "stdout": _text(case, "output")}
+    def to_test(case):
+        return {"stdin": _text(case, "input"), "stdout": _text(case, "output")}
+
     spec = _stdio_spec([to_test(c) for c in public], [to_test(c) for c in hidden], None,
                        {"timeout_s": float(timeout_s or 6.0)}, max_hidden_tests)
     qid = record.get("question_id") or record.get("question_title")

@@ -137,7 +137,7 @@ def _warm_up_accessibility() -> None:
     try:
         import pyatspi
 
-        pyatspi.Registry.getDesktop(0).childCount
+        _ = pyatspi.Registry.getDesktop(0).childCount  # reading it proves the accessibility bus answers
     except Exception as exc:  # the session still works without accessibility; say why it is missing
         print(f"controller: AT-SPI is not answering ({exc}); /accessibility will be empty", file=sys.stderr)
 

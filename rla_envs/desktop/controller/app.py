@@ -25,7 +25,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from controller import a11y, windows
 from controller.action_runner import ActionRunner
 from controller.home import HomeTemplate
-from controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSIONS, TEXT_EXTENSIONS, WRITER_EXTENSIONS, opener_for
+from controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSIONS, WRITER_EXTENSIONS, opener_for
 from controller.processes import CommandError, ProcessTracker, normalise_command
 from controller.screen import Screen
 

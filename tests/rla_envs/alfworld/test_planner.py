@@ -62,7 +62,7 @@ def test_taking_a_wrong_object_is_bad_and_putting_it_back_is_good(tasks):
     for task in tasks.values():
         walkthrough = list(task.spec["walkthrough"])
         target = task.spec["pddl_params"]["object_target"].lower()
-        for k, action in enumerate(walkthrough):
+        for k, _action in enumerate(walkthrough):
             wrong = [a for a in admissible_after(task, walkthrough[:k]) if a.startswith("take ")
                      and not a.startswith(f"take {target} ")]
             if wrong:

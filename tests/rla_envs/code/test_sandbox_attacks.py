@@ -299,7 +299,7 @@ def check_run(host: Host, values: dict, entry: dict, form: str, reward: float, r
 
 
 def cleanup(entry: dict, values: dict) -> None:
-    for pid, _, _, state in survivors():
+    for pid, _, _, _state in survivors():
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:

@@ -168,7 +168,7 @@ def _small_pool() -> TaskPool:
     """Three tasks with recorded groups (one easy, one hard, one learnable) and difficulty snapshots."""
     tasks = [Task(family="ladder", instruction=f"climb to rung {level}", spec={"level": level}) for level in range(3)]
     pool = TaskPool(tasks, PoolConfig(seed=0, snapshot_every=8))
-    for round_index in range(4):
+    for _round_index in range(4):
         for task, rate in zip(tasks, (1.0, 0.0, 0.5)):
             pool.record_group(task.id, [1.0 if i < rate * 4 else 0.0 for i in range(4)])
     return pool

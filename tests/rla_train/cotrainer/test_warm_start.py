@@ -139,7 +139,7 @@ def test_choice_accuracy_is_the_share_of_states_where_the_greedy_choice_is_the_e
     class Oracle:  # prefers the expert's command on even rows, another command on odd rows
         def choose(self, prompts, candidates):
             self.last_choices = []
-            for prompt, commands in zip(prompts, candidates):
+            for _prompt, commands in zip(prompts, candidates):
                 row = self.seen
                 self.seen += 1
                 scores = [float((command == experts[row]) == (row % 2 == 0)) for command in commands]

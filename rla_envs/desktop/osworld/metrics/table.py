@@ -88,7 +88,7 @@ class _Books:
             try:
                 position, name = int(index[2:]), None
             except ValueError:
-                raise EvaluationError(f"bad sheet index {index!r} (expected RI<n>, RN<name>, EI<n> or EN<name>)")
+                raise EvaluationError(f"bad sheet index {index!r} (expected RI<n>, RN<name>, EI<n> or EN<name>)") from None
         else:
             raise EvaluationError(f"bad sheet index {index!r} (expected an int, RI<n>, RN<name>, EI<n> or EN<name>)")
         names = self.names[side]
