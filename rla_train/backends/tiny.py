@@ -23,6 +23,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from rla_envs.code.tasks.bundled import DATA_FILE as BUNDLED_PROBLEMS
+
 __all__ = ["build_tiny_model", "tiny_model_path", "default_corpus", "CHATML_TEMPLATE"]
 
 PAD_TOKEN = "<|endoftext|>"
@@ -56,12 +58,6 @@ _VERBS = ("go to {r}", "take {o} from {r}", "put {o} in/on {r}", "open {r}", "cl
           "inventory", "slice {o} with {o2}", "toggle {o}")
 _GOALS = ("put a {o} in {r}.", "put some {o} on {r}.", "put a clean {o} in {r}.", "put a hot {o} in {r}.",
           "put a cool {o} in {r}.", "find two {o} and put them in {r}.", "look at {o} under the desklamp.")
-_FALLBACK_OBJECTS = ("apple", "book", "bowl", "bread", "butterknife", "cd", "cellphone", "creditcard", "cup",
-                     "dishsponge", "egg", "fork", "kettle", "keychain", "knife", "lettuce", "mug", "pan",
-                     "pen", "pencil", "plate", "pot", "potato", "soapbar", "spatula", "spoon", "tomato")
-_FALLBACK_RECEPTACLES = ("cabinet", "countertop", "drawer", "fridge", "microwave", "sinkbasin", "stoveburner",
-                         "shelf", "sidetable", "diningtable", "desk", "dresser", "garbagecan", "coffeemachine",
-                         "toaster", "bed", "sofa", "armchair", "safe", "bathtubbasin")
 _CODE = '''def solve():
     import sys
     data = sys.stdin.read().split()
@@ -93,11 +89,9 @@ if __name__ == "__main__":
 
 
 def _names() -> tuple[list[str], list[str]]:
-    """(object names, receptacle names), lower-case, from the alfworld package data when it is installed."""
-    try:
-        from alfworld.gen import constants  # light: a module of lists
-    except Exception:  # alfworld missing or broken: the fallback names cover the common ones
-        return list(_FALLBACK_OBJECTS), list(_FALLBACK_RECEPTACLES)
+    """(object names, receptacle names), lower-case, from the alfworld package data (a base dependency)."""
+    from alfworld.gen import constants  # light: a module of lists
+
     receptacles = sorted({name.lower() for name in constants.RECEPTACLES})
     objects = sorted({name.lower() for name in constants.OBJECTS} - set(receptacles))
     return objects, receptacles
@@ -105,18 +99,8 @@ def _names() -> tuple[list[str], list[str]]:
 
 def _code_text() -> list[str]:
     """Problem statements from rla_envs' bundled code problems, plus a little Python."""
-    texts = [_CODE]
-    path = Path(__file__).resolve().parents[2] / "rla_envs" / "code" / "tasks" / "bundled_problems.json"
-    try:
-        problems = json.loads(path.read_text(encoding="utf-8"))["problems"]
-    except (OSError, ValueError, KeyError):
-        return texts
-    for problem in problems:
-        texts.append(str(problem.get("statement", "")))
-        for key in ("reference", "solution", "reference_solution"):
-            if isinstance(problem.get(key), str):
-                texts.append(problem[key])
-    return texts
+    problems = json.loads(BUNDLED_PROBLEMS.read_text(encoding="utf-8"))["problems"]
+    return [_CODE, *(str(problem["statement"]) for problem in problems)]
 
 
 def default_corpus(*, seed: int = 0, episodes: int = 300) -> list[str]:

@@ -81,7 +81,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         for arg in (a for a in args if a is not type(None)):
             try:
                 return _coerce(value, arg, where)
-            except ConfigError:
+            except ConfigError:  # not this member of the union: the next one may take it (none: the error below)
                 pass
     elif tp is Any:
         return value
@@ -99,7 +99,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if isinstance(value, str):  # YAML 1.1 reads 1e-6 (no dot) as a string
             try:
                 return float(value)
-            except ValueError:
+            except ValueError:  # not a number: the type error below names the field and the value
                 pass
     elif tp is str:
         if isinstance(value, str):

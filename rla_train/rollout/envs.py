@@ -222,7 +222,7 @@ class ProcessEnvs(ClosesOnExit):
         for connection in self._connections:
             try:
                 connection.send(("close", {}))
-            except (BrokenPipeError, OSError):
+            except (BrokenPipeError, OSError):  # the worker is gone already: join() below reaps it
                 pass
         for process in self._processes:
             process.join(timeout=10)

@@ -16,16 +16,17 @@ from rla_envs.code.tasks.formats import FAMILY
 from rla_envs.core.errors import TaskNotFound, did_you_mean
 from rla_envs.core.task import Task
 
-__all__ = ["PREFIX", "LEVELS", "bundled_tasks", "bundled_task", "bundled_ids"]
+__all__ = ["PREFIX", "LEVELS", "DATA_FILE", "bundled_tasks", "bundled_task", "bundled_ids"]
 
 PREFIX = "bundled:"
 LEVELS = {1: "basics", 2: "strings and lists", 3: "algorithms", 4: "harder algorithms"}
-_DATA = Path(__file__).with_name("bundled_problems.json")
+DATA_FILE = Path(__file__).with_name("bundled_problems.json")
+"""The bundled problems: ``{"format": ..., "problems": [{"name", "level", "statement", "spec"}, ...]}``."""
 
 
 @lru_cache(maxsize=1)
 def _load() -> dict[str, Task]:
-    data = json.loads(_DATA.read_text(encoding="utf-8"))
+    data = json.loads(DATA_FILE.read_text(encoding="utf-8"))
     tasks: dict[str, Task] = {}
     for problem in data["problems"]:
         task = Task(
