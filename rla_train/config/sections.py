@@ -88,6 +88,8 @@ class PolicyConfig(_Section):
     loss_type: str = _f("grpo", "policy-gradient loss normalisation (TRL loss_type)",
                         choices=("grpo", "dapo", "dr_grpo", "bnpo"))
     gradient_checkpointing: bool = _f(False, "trade compute for memory (TRL gradient_checkpointing)")
+    trl_args: dict[str, Any] = _f({}, "more trl.GRPOConfig fields for the policy's trainer, passed as they are (those "
+                                  "the config names, such as learning_rate, are refused: set them where they live)")
     choice_logprob: bool = _f(True, "action_mode=choice: the policy gradient's log-probability is the choice's "
                               "(log-softmax over the admissible commands' scores, one per step) instead of the chosen "
                               "command's tokens (ignored for other action modes)")
@@ -137,6 +139,8 @@ class RewardModelConfig(_Section):
     num_iterations: int = _f(1, "optimisation passes over each batch of judgments (TRL num_iterations)", ge=1)
     gradient_checkpointing: bool = _f(False, "trade compute for memory in the reward model's updates (TRL "
                                       "gradient_checkpointing)")
+    trl_args: dict[str, Any] = _f({}, "more trl.GRPOConfig fields for the reward model's trainer, passed as they are "
+                                  "(those the config names are refused: set them where they live)")
     updates_per_step: int = _f(1, "reward-model optimizer steps per training step", ge=1)
     task_filter_low: float = _f(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
     task_filter_high: float = _f(0.8, "... and <= this (rla_train.signals.rewards.reward_model_task_filter)", ge=0, le=1)

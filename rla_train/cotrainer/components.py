@@ -10,9 +10,11 @@ run plays as the run did. The loop in :mod:`rla_train.cotrainer.loop` only uses 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
+from rla_envs.core.errors import did_you_mean
 from rla_envs.curriculum.diagnosers import RuleDiagnoser
 from rla_envs.curriculum.pool import TaskPool
 from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter
@@ -20,7 +22,7 @@ from rla_envs.curriculum.wrapper import TaskFeeder
 from rla_train.backends import make_backend
 from rla_train.backends.base import SamplingParams
 from rla_train.backends.hf import TransformersBackend
-from rla_train.config import MODES, TrainConfig
+from rla_train.config import MODES, ConfigError, TrainConfig
 from rla_train.cotrainer.play_setup import (
     PROBE_SEED_OFFSET,
     build_agent,
@@ -87,14 +89,16 @@ def grpo_args(section, optimizer, out_dir: Path, *, seed: int, temperature: floa
               beta: float = 0.0, epsilon_high: float | None = None):
     """A ``trl.GRPOConfig`` for the policy or the reward model, every value that shapes its updates given explicitly.
 
-    ``section`` is the model's config section (learning rate, batch, loss), ``optimizer`` its
-    :meth:`~rla_train.config.TrainConfig.optimizer_for`; ``beta`` and ``epsilon_high`` are the policy's (the reward
-    model has no KL term). ``num_generations`` only sizes TRL's placeholder dataset: samples arrive scored.
+    ``section`` is the model's config section (learning rate, batch, loss, and ``trl_args``: further GRPOConfig
+    fields passed through), ``optimizer`` its :meth:`~rla_train.config.TrainConfig.optimizer_for`; ``beta`` and
+    ``epsilon_high`` are the policy's (the reward model has no KL term). ``num_generations`` only sizes TRL's
+    placeholder dataset: samples arrive scored. A ``trl_args`` key that the config names elsewhere, or that GRPOConfig
+    does not have, is a :class:`~rla_train.config.ConfigError`.
     """
     import torch
     from trl import GRPOConfig
 
-    return GRPOConfig(
+    named = dict(
         output_dir=str(out_dir), seed=seed, temperature=temperature, report_to="none",
         use_cpu=not torch.cuda.is_available(), bf16=bf16, fp16=False, num_generations=2, logging_steps=1,
         save_strategy="no", disable_tqdm=True, learning_rate=section.learning_rate,
@@ -106,6 +110,15 @@ def grpo_args(section, optimizer, out_dir: Path, *, seed: int, temperature: floa
         optim=optimizer.optim, lr_scheduler_type=optimizer.lr_scheduler_type, warmup_steps=optimizer.warmup_steps,
         weight_decay=optimizer.weight_decay, adam_beta1=optimizer.adam_beta1, adam_beta2=optimizer.adam_beta2,
         adam_epsilon=optimizer.adam_epsilon, max_grad_norm=optimizer.max_grad_norm)
+    where = f"{section.section}.trl_args"
+    fields = {field.name for field in dataclass_fields(GRPOConfig)}
+    for key in section.trl_args:
+        if key in named:
+            raise ConfigError(f"{where}.{key}: the config sets {key} itself (see python -m rla_train.run --help); set "
+                              "it there, not in trl_args")
+        if key not in fields:
+            raise ConfigError(f"{where}.{key} is not a trl.GRPOConfig field.{did_you_mean(key, fields)}")
+    return GRPOConfig(**named, **section.trl_args)
 
 
 class RewardModelProbe:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rla_envs.code.tasks.bundled import bundled_tasks
 from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter
 from rla_train.backends.scripted import ScriptedBackend
-from rla_train.config import TrainConfig, load_config
+from rla_train.config import ConfigError, TrainConfig, load_config
 from rla_train.cotrainer.components import BackendText, _rewriter, grpo_args
 
 
@@ -51,12 +53,24 @@ def test_both_trainers_take_the_shared_optimizer_and_their_own_overrides_not_trl
     assert (judge.beta, judge.epsilon_high) == (0.0, None)
 
 
-def test_the_default_run_trains_both_models_with_a_constant_adamw(tmp_path):
-    # the policy's schedule as before the optimizer section (constant 3e-4); the reward model's, which TRL's default
-    # made linear, now the shared constant
+def test_the_default_run_trains_both_models_with_the_schedules_it_was_measured_with(tmp_path):
+    # the policy's schedule as before the optimizer section (constant 3e-4); the reward model's linear decay, which
+    # TRL's default gave it silently when the README's figures were measured, now explicit (reward_model.optimizer)
     config = TrainConfig()
-    for role, lr in (("policy", 3e-4), ("reward_model", 1e-4)):
+    for role, lr, schedule in (("policy", 3e-4, "constant"), ("reward_model", 1e-4, "linear")):
         args = grpo_args(getattr(config, role), config.optimizer_for(role), tmp_path, seed=0, temperature=1.0)
         assert (args.learning_rate, args.lr_scheduler_type, args.warmup_steps, args.max_grad_norm) == \
-            (lr, "constant", 0, 1.0)
+            (lr, schedule, 0, 1.0)
         assert (args.weight_decay, args.adam_beta1, args.adam_beta2, args.adam_epsilon) == (0.0, 0.9, 0.999, 1e-8)
+
+
+def test_trl_args_pass_grpo_config_fields_the_config_does_not_name(tmp_path):
+    config = load_config(None, ["policy.trl_args={logging_first_step: true, seed_per_rank: 0}"], check_hardware=False)
+    with pytest.raises(ConfigError, match=r"policy.trl_args.seed_per_rank is not a trl.GRPOConfig field"):
+        grpo_args(config.policy, config.optimizer_for("policy"), tmp_path, seed=0, temperature=1.0)
+    config = load_config(None, ["policy.trl_args={logging_first_step: true, shuffle_dataset: false}",
+                                "reward_model.trl_args={learning_rate: 0.5}"], check_hardware=False)
+    args = grpo_args(config.policy, config.optimizer_for("policy"), tmp_path, seed=0, temperature=1.0)
+    assert (args.logging_first_step, args.shuffle_dataset, args.learning_rate) == (True, False, 3e-4)
+    with pytest.raises(ConfigError, match=r"reward_model.trl_args.learning_rate: the config sets learning_rate itself"):
+        grpo_args(config.reward_model, config.optimizer_for("reward_model"), tmp_path, seed=0, temperature=1.0)
