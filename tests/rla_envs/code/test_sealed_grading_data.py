@@ -150,6 +150,8 @@ def user_files(under_prefix):
     jsonl = under_prefix / "problems.jsonl"
     jsonl.write_text(json.dumps(record) + "\n")
     task_file = under_prefix / "task.json"
+    if not (SANDBOX_ATTACKS / "task.json").is_file():
+        pytest.skip(f"the attack corpus's task file is not at {SANDBOX_ATTACKS} (set RLA_SHARED_DIR)")
     shutil.copy(SANDBOX_ATTACKS / "task.json", task_file)
     tasks = load_jsonl(jsonl) + [load_task(str(task_file), form) for form in ("function", "stdio")]
     return {"paths": [jsonl, task_file], "tasks": tasks}
