@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rla_envs.core.errors import did_you_mean
-from rla_envs.curriculum.pool import REWRITE_RULES, PoolConfig
+from rla_envs.curriculum.pool_config import REWRITE_RULES, PoolConfig
 from rla_envs.curriculum.sampling import STRATEGIES
 from rla_train.config.fields import (
     BACKENDS,
