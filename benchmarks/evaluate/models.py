@@ -64,7 +64,7 @@ def heldout_plan_for(source, settings: EvalSettings, split: str):
     num_envs = settings.num_envs or (run.num_envs if run is not None else 16)
     return HeldOutPlan(env=env_spec(settings.env_id, source.kind, **options), episodes=settings.episodes,
                        task_seed=settings.seed, engine_seed=heldout_engine_seed(settings.seed), sampling=sampling,
-                       num_envs=num_envs, workers=settings.workers)
+                       num_envs=num_envs, env_workers={"workers": settings.workers})
 
 
 _LOADED: dict[tuple, Any] = {}
