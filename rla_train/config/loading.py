@@ -21,7 +21,7 @@ from rla_train.config.fields import (
     SAME_AS_POLICY,
     ConfigError,
     Mode,
-    _type_name,
+    type_name,
 )
 from rla_train.config.rules import check_sections
 from rla_train.config.sections import (
@@ -314,7 +314,7 @@ def fields_help(width: int = 100) -> str:
                 extra.append("one of: " + ", ".join(spec.metadata["choices"]))
             if spec.metadata["alias"]:
                 extra.append(f"alias: {section}.{spec.metadata['alias']}")
-            lines.append(f"  {section}.{spec.name} ({_type_name(hints[spec.name])}; {'; '.join(extra)})")
+            lines.append(f"  {section}.{spec.name} ({type_name(hints[spec.name])}; {'; '.join(extra)})")
             lines += textwrap.wrap(spec.metadata["help"], width, initial_indent=" " * 6, subsequent_indent=" " * 6)
     return "\n".join(lines)
 
