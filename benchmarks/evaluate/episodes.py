@@ -12,9 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from benchmarks.evaluate.tasks import task_type
 from rla_envs.core.labels import has_step_labels, step_labels
 from rla_envs.core.task import Task
+from rla_train.cotrainer.play_setup import play_heldout
 from rla_train.rollout.records import append_records, read_records
 
 __all__ = ["play_episodes"]
@@ -39,8 +42,6 @@ def play_episodes(engine, tasks: Sequence[Task], path: Path, *, group_size: int 
     ``one_pass``: one episode of every task in one engine pass (:func:`rla_train.cotrainer.play_setup.play_heldout`, the
     trainer's evaluation), written when it ends: a file holding only some of them is refused.
     """
-    from tqdm.auto import tqdm
-
     records = read_records(path)
     if len(records) % group_size:
         raise ValueError(f"{path} holds {len(records)} episodes, not whole groups of {group_size}; "
@@ -78,8 +79,6 @@ def play_episodes(engine, tasks: Sequence[Task], path: Path, *, group_size: int 
 
 def _play_all(engine, tasks: Sequence[Task], path: Path, *, judge=None, desc: str = "") -> list[dict]:
     """One episode of every task in one pass, as the trainer evaluates; their records, appended to ``path``."""
-    from rla_train.cotrainer.play_setup import play_heldout
-
     episodes = play_heldout(engine, tasks, desc=desc)
     labels = [None] * len(episodes)
     if judge is not None:

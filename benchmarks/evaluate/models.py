@@ -11,18 +11,23 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from benchmarks.evaluate.agents import ReferenceAgent, echo_backend, env_spec
+from benchmarks.evaluate.checkpoints import resolve_reward_model
 from benchmarks.evaluate.settings import OWN_REWARD_MODEL, EvalSettings, split_options
 from rla_envs.core.registry import family_spec
+from rla_train.agents import make_agent
+from rla_train.backends import make_backend
+from rla_train.backends.base import SamplingParams
+from rla_train.backends.choice import ChoiceBackend
+from rla_train.cotrainer.play_setup import HeldOutPlan, heldout_engine_seed, heldout_plan, policy_backend, policy_dtype
+from rla_train.reward_model import RewardModel, UnitTestWriter
+from rla_train.reward_model.verdicts import VerdictChoiceBackend
 
 __all__ = ["build_policy", "heldout_plan_for", "reward_model_spec", "build_judge", "build_test_writer"]
 
 
 def build_policy(source, settings: EvalSettings):
     """(agent, backend, action mode) for a resolved policy (a run's as :mod:`rla_train.cotrainer.play_setup` builds them)."""
-    from benchmarks.evaluate.agents import ReferenceAgent, echo_backend
-    from rla_train.agents import make_agent
-    from rla_train.cotrainer.play_setup import policy_backend, policy_dtype
-
     if source.kind != "model":
         return ReferenceAgent(source.kind, family_spec(settings.env_id).name), echo_backend(), source.kind
     mode = settings.action_mode or source.action_mode or "text"
@@ -47,10 +52,6 @@ def heldout_plan_for(source, settings: EvalSettings, split: str):
     held-out engine, and the sampling and ``num_envs`` of the run (``--temperature``, ``--max-new-tokens`` and
     ``--num-envs`` win; without a run: greedy, 64 tokens, 16 envs). Reference agents play greedily.
     """
-    from benchmarks.evaluate.agents import env_spec
-    from rla_train.backends.base import SamplingParams
-    from rla_train.cotrainer.play_setup import HeldOutPlan, heldout_engine_seed, heldout_plan
-
     config = source.run_config if source.kind == "model" else None
     run = heldout_plan(config) if config is not None else None
     sampling = run.sampling if run is not None else SamplingParams(max_new_tokens=64, temperature=0.0)
@@ -73,14 +74,12 @@ _LOADED: dict[tuple, Any] = {}
 
 def _loaded_backend(model: str, settings: EvalSettings, *, dtype: str | None = None):
     """A backend on ``model``; the last two are kept, so a policy and its judge load once for all splits."""
-    from rla_train.backends import make_backend
-
     key = (model, settings.backend, settings.base_url, dtype)
     if key not in _LOADED:
         while len(_LOADED) >= 2:
             _LOADED.pop(next(iter(_LOADED))).close()
         if settings.backend == "transformers":
-            from rla_train.backends.hf import TransformersBackend
+            from rla_train.backends.hf import TransformersBackend  # lazy: imports torch and transformers
 
             _LOADED[key] = TransformersBackend(model, dtype=dtype)
         else:
@@ -96,16 +95,12 @@ def _text_backend(model: str, settings: EvalSettings, *, choice: bool = False):
                          f"transformers, not {settings.backend!r}")
     backend = _loaded_backend(model, settings)
     if choice:
-        from rla_train.backends.choice import ChoiceBackend
-
         return ChoiceBackend(backend, temperature=0.0)
     return backend
 
 
 def reward_model_spec(settings: EvalSettings, source) -> tuple[str, str] | None:
     """``(model, verdict mode)`` of the reward model judging ``source`` (None without one)."""
-    from benchmarks.evaluate.checkpoints import resolve_reward_model
-
     if settings.reward_model is None:
         return None
     if settings.reward_model == OWN_REWARD_MODEL:
@@ -121,14 +116,9 @@ def build_judge(settings: EvalSettings, spec: tuple[str, str] | None):
     """The step judge on the reward model ``spec`` (None without one)."""
     if spec is None:
         return None
-    from rla_train.backends.base import SamplingParams
-    from rla_train.reward_model import RewardModel
-
     model, mode = spec
     backend = _text_backend(model, settings, choice=mode == "choice")
     if mode == "choice":
-        from rla_train.reward_model.verdicts import VerdictChoiceBackend
-
         backend = VerdictChoiceBackend(backend)
     sampling = SamplingParams(max_new_tokens=settings.judge_max_new_tokens, temperature=settings.judge_temperature,
                               seed=settings.seed)
@@ -137,9 +127,6 @@ def build_judge(settings: EvalSettings, spec: tuple[str, str] | None):
 
 def build_test_writer(settings: EvalSettings, spec: tuple[str, str]):
     """The reward model as a unit-test writer (code): free text, seeded sampling."""
-    from rla_train.backends.base import SamplingParams
-    from rla_train.reward_model import UnitTestWriter
-
     sampling = SamplingParams(max_new_tokens=max(256, settings.judge_max_new_tokens), temperature=1.0,
                               seed=settings.seed)
     return UnitTestWriter(_text_backend(spec[0], settings), tests_per_answer=settings.tests_per_answer,

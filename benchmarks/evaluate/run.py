@@ -30,17 +30,17 @@ from benchmarks.evaluate.models import build_judge, build_policy, build_test_wri
 from benchmarks.evaluate.scores import pass_at_summary, summarize
 from benchmarks.evaluate.settings import EvalSettings
 from benchmarks.evaluate.tasks import file_part
+from benchmarks.evaluate.unit_tests import unit_test_metrics
 from rla_envs.core.registry import family_spec
 from rla_envs.core.task import Task
+from rla_train.backends.base import SamplingParams
+from rla_train.cotrainer.play_setup import heldout_engine
 
 __all__ = ["evaluate_policy"]
 
 
 def evaluate_policy(source, tasks: Sequence[Task], settings: EvalSettings, *, split: str, out: Path) -> dict[str, Any]:
     """Evaluate one policy on one split's tasks (resuming from ``out``); returns the result dict."""
-    from rla_train.backends.base import SamplingParams
-    from rla_train.cotrainer.play_setup import heldout_engine
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     agent, backend, mode = build_policy(source, settings)
@@ -60,8 +60,6 @@ def evaluate_policy(source, tasks: Sequence[Task], settings: EvalSettings, *, sp
                             desc=f"{source.name} {split} samples")
             result.update(pass_at_summary(records, sampled, settings.samples))
             if code and rm_spec is not None:
-                from benchmarks.evaluate.unit_tests import unit_test_metrics
-
                 result.update(unit_test_metrics(build_test_writer(settings, rm_spec), tasks, sampled, settings.samples))
     result.update({"policy": source.name, "split": split, "env_id": settings.env_id, "action_mode": mode,
                    "seed": settings.seed, "temperature": plan.sampling.temperature, "num_envs": plan.num_envs,

@@ -7,11 +7,15 @@ name into the env options that select it.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import gymnasium as gym
+
 from rla_envs.core.registry import family_spec
+from rla_train.cotrainer.play_setup import heldout_plan
 
 __all__ = ["EvalSettings", "DEFAULT_SPLIT", "OWN_REWARD_MODEL", "split_options", "run_defaults"]
 
@@ -82,8 +86,6 @@ def run_defaults(sources: Sequence[Any]) -> dict[str, Any]:
     Raises:
         ValueError: two runs evaluated differently (names the flag that makes them play alike).
     """
-    from rla_train.cotrainer.play_setup import heldout_plan
-
     found: dict[str, tuple[Any, str]] = {}
     flags = {"env_id": "--env", "split": "--split", "episodes": "--episodes", "seed": "--seed",
              "env_options": "--env-option"}
@@ -107,9 +109,6 @@ def run_defaults(sources: Sequence[Any]) -> dict[str, Any]:
 
 def _default_split(env_id: str) -> str:
     """The split (task source) an env plays when its options name none: its constructor's default."""
-    import inspect
-
-    import gymnasium as gym
 
     creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)
     return inspect.signature(creator).parameters[family_spec(env_id).split_option].default

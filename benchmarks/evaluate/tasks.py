@@ -13,8 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from benchmarks.evaluate.agents import echo_backend
+from benchmarks.evaluate.checkpoints import safe_name
 from benchmarks.evaluate.settings import split_options
+from rla_envs.core.files import atomic_write_json
 from rla_envs.core.task import Task
+from rla_train.rollout.engine import RolloutEngine
+from rla_train.rollout.envs import EnvSpec
 
 __all__ = ["task_list", "task_type", "file_part"]
 
@@ -35,11 +40,6 @@ def task_list(env_id: str, split: str, *, episodes: int, seed: int, out: Path,
     Raises:
         ValueError: ``out`` already holds a task list made with other settings (use another ``--out``).
     """
-    from benchmarks.evaluate.agents import echo_backend
-    from rla_envs.core.files import atomic_write_json
-    from rla_train.rollout.engine import RolloutEngine
-    from rla_train.rollout.envs import EnvSpec
-
     options = {**dict(env_options or {}), **split_options(env_id, split)}
     header = {"env_id": env_id, "split": split, "episodes": episodes, "seed": seed, "env_options": options}
     path = Path(out) / f"tasks-{file_part(split)}.json"
@@ -63,6 +63,4 @@ class _NoAgent:
 
 
 def file_part(text: str) -> str:
-    from benchmarks.evaluate.checkpoints import safe_name
-
     return safe_name(os.path.basename(os.fspath(text)) if os.sep in text else text)
