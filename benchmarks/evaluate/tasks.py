@@ -63,4 +63,5 @@ class _NoAgent:
 
 
 def file_part(text: str) -> str:
+    """``text`` (a split name, or a task file's path: its base name) made safe for a file name."""
     return safe_name(os.path.basename(os.fspath(text)) if os.sep in text else text)
