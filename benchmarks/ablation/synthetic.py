@@ -274,7 +274,8 @@ class _Measure:
 def run_synthetic_arm(arm: Arm, seed: int, setup: SyntheticSetup = SyntheticSetup()) -> dict:
     """Train one arm from the seed's shared warm start; held-out outcomes, judge accuracy, curve, rewrites."""
     from rla_envs.curriculum.adapt import adapt
-    from rla_envs.curriculum.pool import PoolConfig, TaskPool
+    from rla_envs.curriculum.pool import TaskPool
+    from rla_envs.curriculum.pool_config import PoolConfig
     from rla_envs.curriculum.rewriters import MutatorRewriter
 
     world = _world(seed, setup)

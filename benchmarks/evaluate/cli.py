@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.evaluate.run import DEFAULT_SPLIT
+from benchmarks.evaluate.settings import DEFAULT_SPLIT
 from rla_envs.core.registry import family_spec
 
 __all__ = ["build_parser", "main", "default_splits"]
@@ -119,8 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from benchmarks.evaluate.agents import ReferenceAgent
     from benchmarks.evaluate.checkpoints import resolve_policy, resolve_reward_model
-    from benchmarks.evaluate.run import OWN_REWARD_MODEL, EvalSettings, evaluate_policy, run_defaults, task_list
+    from benchmarks.evaluate.run import evaluate_policy
+    from benchmarks.evaluate.settings import OWN_REWARD_MODEL, EvalSettings, run_defaults
     from benchmarks.evaluate.table import comparison_table, format_markdown, write_table
+    from benchmarks.evaluate.tasks import task_list
     from rla_envs.core.errors import RlaError
     from rla_envs.core.files import atomic_write_json
     from rla_train.config import parse_options

@@ -40,7 +40,8 @@ import numpy as np
 from benchmarks.perf.report import Metric
 from rla_envs.core.task import Task
 from rla_envs.curriculum.acceptance import accept_rewrite, rewrite_direction, rlanything_accepts, rlanything_direction
-from rla_envs.curriculum.pool import PoolConfig, TaskPool
+from rla_envs.curriculum.pool import TaskPool
+from rla_envs.curriculum.pool_config import PoolConfig
 from rla_envs.curriculum.stats import TaskStats, observe, observe_group
 
 __all__ = ["run", "null_and_true_move_rates", "episodes_to_target"]

@@ -1,6 +1,7 @@
 """Adaptive curriculum: a pool of tasks that measures, samples and rewrites them (RLAnything's environment loop).
 
-- :class:`TaskPool` / :class:`PoolConfig` (``pool``): slots, statistics, sampling, rewrite bookkeeping, save/load.
+- :class:`TaskPool` (``pool``): slots, statistics, sampling, rewrite bookkeeping, save/load; :class:`PoolConfig`
+  (``pool_config``) its settings; :class:`Slot` / :class:`HistoryEntry` (``slots``) one task's place and history.
 - ``stats``, ``sampling``, ``acceptance``: the pure maths (Beta posteriors, sampling weights, rewrite rules).
 - ``adapt`` (one adaptation round), ``rewriters`` (mutator / LLM), ``diagnosers`` (failure summaries).
 - :class:`AdaptiveTaskPool` (``wrapper``): the gymnasium Wrapper; :class:`TaskFeeder` for rollout engines.
@@ -16,7 +17,9 @@ from rla_envs.curriculum.acceptance import (
     rlanything_accepts,
     rlanything_direction,
 )
-from rla_envs.curriculum.pool import HistoryEntry, PoolConfig, Slot, TaskPool
+from rla_envs.curriculum.pool import TaskPool
+from rla_envs.curriculum.pool_config import PoolConfig
+from rla_envs.curriculum.slots import HistoryEntry, Slot
 from rla_envs.curriculum.stats import TaskStats
 
 # adaptation loop, rewriters, diagnosers and the AdaptiveTaskPool wrapper (numpy/gymnasium only at import)

@@ -48,9 +48,9 @@ TRAINABLE_BACKENDS = ("transformers",)
 """The backends a trained policy can generate with (rollouts must come from the live weights)."""
 
 
-def _f(default: Any, help: str, *, choices: Sequence[str] | None = None, alias: str | None = None,
-       ge: float | None = None, gt: float | None = None, le: float | None = None, lt: float | None = None,
-       fix: str = "") -> Any:
+def setting(default: Any, help: str, *, choices: Sequence[str] | None = None, alias: str | None = None,
+            ge: float | None = None, gt: float | None = None, le: float | None = None, lt: float | None = None,
+            fix: str = "") -> Any:
     """A dataclass field with its ``help`` in its metadata, plus the ``choices``, ``alias`` and bounds it accepts."""
     metadata = {"help": help, "choices": tuple(choices) if choices else None, "alias": alias,
                 "bounds": {k: v for k, v in (("ge", ge), ("gt", gt), ("le", le), ("lt", lt)) if v is not None},
@@ -64,9 +64,9 @@ _BOUNDS = {"ge": (">=", lambda v, b: v >= b), "gt": (">", lambda v, b: v > b), "
            "lt": ("<", lambda v, b: v < b)}
 
 
-def _type_name(tp: Any) -> str:
+def type_name(tp: Any) -> str:
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+        return " or ".join(type_name(a) for a in typing.get_args(tp))
     if tp is type(None):
         return "null"
     return getattr(tp, "__name__", str(tp)) if typing.get_origin(tp) is None else str(tp).replace("typing.", "")
@@ -110,12 +110,12 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     elif origin is dict:
         if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
             return {k: copy.deepcopy(v) for k, v in value.items()}
-    raise ConfigError(f"{where} expects {_type_name(tp)}, got {type(value).__name__} {value!r}; "
+    raise ConfigError(f"{where} expects {type_name(tp)}, got {type(value).__name__} {value!r}; "
                       f"fix it in the YAML file or with --set {where}=VALUE"
                       + ("" if tp is not str else " (quote it to make it text)"))
 
 
-class _Section:
+class Section:
     """Base of the config sections: coerces and checks every field (type, choices, bounds), then :meth:`check`."""
 
     section: ClassVar[str] = ""

@@ -19,11 +19,11 @@ from rla_train.config.fields import (
     CONFIG_FILENAME,
     MODES,
     SAME_AS_POLICY,
-    TINY,
     ConfigError,
     Mode,
-    _type_name,
+    type_name,
 )
+from rla_train.config.rules import check_sections
 from rla_train.config.sections import (
     RETIRED_KEYS,
     SECTIONS,
@@ -137,82 +137,9 @@ class TrainConfig:
         """The env family's name (``"alfworld"``, ``"textworld"``, ``"code"``, ``"desktop"``, ...) of ``env.id``."""
         return self.family_spec.name
 
-    def _check_env_workers(self) -> None:
-        env = self.env
-        if env.backend == "ray" and env.workers == 0:
-            raise ConfigError("env.backend=ray needs env.workers >= 1 (the number of Ray actors holding the envs)")
-        if env.backend != "ray" and (env.ray_address is not None or env.ray_resources):
-            raise ConfigError(f"env.ray_address and env.ray_resources apply to env.backend=ray, but env.backend="
-                              f"{env.backend}; set env.backend=ray or remove them")
-
     def check(self) -> None:
-        """Cross-section rules; each error names the fields and the fix."""
-        mode, spec, policy, rm, pool = self.mode, self.family_spec, self.policy, self.reward_model, self.pool
-        name, family = self.train.mode, spec.name
-        for role in ("policy", "reward_model"):
-            self.optimizer_for(role)  # an override that is not an optimizer field, or out of range, fails here
-        self._check_env_workers()
-        with_labels = sorted(f.name for f in families().values() if f.step_labels is not None)
-        if mode.reward_model and rm.kind == "noisy_oracle" and spec.step_labels is None:
-            raise ConfigError(f"reward_model.kind=noisy_oracle votes the expert's step labels, which exist for the "
-                              f"families with a step-label oracle ({', '.join(with_labels)}), not {family}; use "
-                              "reward_model.kind=model")
-        if mode.reward_model and rm.kind == "model" and rm.model is None:
-            raise ConfigError(f"train.mode={name} needs a reward model, but reward_model.model is null; set it to a "
-                              f"model path, '{SAME_AS_POLICY}' or '{TINY}', or use train.mode=outcome_only")
-        if mode.train_reward_model and rm.model != SAME_AS_POLICY and rm.backend != "transformers":
-            raise ConfigError(f"train.mode={name} trains the reward model, which reward_model.backend={rm.backend} cannot "
-                              "do in this version; use reward_model.backend=transformers, or train.mode=policy to keep "
-                              "a frozen reward model on vllm/openai")
-        if rm.model == SAME_AS_POLICY and rm.backend != policy.backend:
-            raise ConfigError(f"reward_model.model={SAME_AS_POLICY} shares the policy's backend, but reward_model.backend"
-                              f"={rm.backend} and policy.backend={policy.backend}; set both to the same")
-        for section, backend, url in (("reward_model", rm.backend, rm.base_url), ("pool", pool.rewriter_backend,
-                                                                                  pool.rewriter_base_url)):
-            if backend == "openai" and not url:
-                key = "base_url" if section == "reward_model" else "rewriter_base_url"
-                raise ConfigError(f"{section}: backend openai needs {section}.{key} (e.g. http://localhost:8000/v1)")
-        if policy.action_mode != "text" and not spec.text_game:
-            raise ConfigError(f"policy.action_mode={policy.action_mode} needs a list of admissible actions, which "
-                              f"{self.env.id} does not give; use policy.action_mode=text")
-        if policy.show_admissible == "none" and policy.action_mode != "choice" and spec.text_game:
-            raise ConfigError(f"policy.show_admissible=none hides the commands from a policy that must write or number "
-                              f"one (action_mode={policy.action_mode}); use it with action_mode=choice")
-        if policy.action_mode == "choice" and policy.backend != "transformers":
-            raise ConfigError(f"policy.action_mode=choice scores candidates with the transformers backend, got "
-                              f"policy.backend={policy.backend}; use policy.backend=transformers or action_mode=text")
-        if mode.reward_model and rm.verdict_mode == "choice" and rm.backend != "transformers":
-            raise ConfigError(f"reward_model.verdict_mode=choice scores the two verdicts with the transformers backend, "
-                              f"got reward_model.backend={rm.backend}; use verdict_mode=text with that backend")
-        if mode.train_reward_model and rm.kind == "model" and rm.judgments_per_step < 2:
-            raise ConfigError(f"train.mode={name} trains the reward model on the z-scores of each step's judgments, "
-                              f"which need reward_model.judgments_per_step >= 2 (got {rm.judgments_per_step}: a single "
-                              "judgment gives nothing to standardise, as in the release); the paper uses 3")
-        if mode.adapt_env and pool.rewriter == "llm":
-            if not pool.rewriter_model:
-                raise ConfigError("pool.rewriter=llm needs pool.rewriter_model (a model, 'same-as-policy' or "
-                                  "'same-as-reward-model'), or use pool.rewriter=mutator (no model)")
-            if pool.rewriter_model == "same-as-reward-model" and (rm.model is None or rm.kind == "noisy_oracle"):
-                raise ConfigError("pool.rewriter_model=same-as-reward-model but the reward model has no weights "
-                                  "(reward_model.model is null or kind is noisy_oracle); name a rewriter model")
-        if self.train.warm_start_sft_steps and spec.expert_options is None:
-            raise ConfigError(f"train.warm_start_sft_steps={self.train.warm_start_sft_steps} imitates the env's "
-                              f"expert, which family {family} does not offer (FamilySpec.expert_options); set "
-                              "train.warm_start_sft_steps=0")
-        labelled_episodes = spec.step_labels is not None and spec.expert_options is not None
-        if rm.warm_start_steps and mode.reward_model and rm.kind == "model":
-            if rm.verdict_mode != "choice" or not labelled_episodes:
-                raise ConfigError(f"reward_model.warm_start_steps={rm.warm_start_steps} trains a choice judge on the "
-                                  f"step labels of expert episodes; it needs reward_model.verdict_mode=choice and an env "
-                                  f"whose family has an expert and a step-label oracle, e.g. env.id=rla/AlfWorld-v0 "
-                                  f"(got {rm.verdict_mode}, {self.env.id}); set reward_model.warm_start_steps=0")
-            if not rm.warm_start_episodes:
-                raise ConfigError("reward_model.warm_start_steps needs reward_model.warm_start_episodes >= 1 (the "
-                                  "episodes whose labelled steps it trains on)")
-        if rm.probe_episodes and mode.reward_model and not (labelled_episodes and spec.generate_tasks and spec.splits):
-            raise ConfigError(f"reward_model.probe_episodes labels expert episodes on generated held-out tasks with the "
-                              f"family's step-label oracle; family {family} ({self.env.id}) lacks an expert, a step-label "
-                              "oracle, a task generator or splits: set reward_model.probe_episodes=0")
+        """Cross-section rules (:func:`rla_train.config.rules.check_sections`); each error names the fields and the fix."""
+        check_sections(self)
 
     def check_hardware(self) -> None:
         """Checks of this machine: vLLM importable with a CUDA GPU when a backend is vllm; named files exist."""
@@ -387,7 +314,7 @@ def fields_help(width: int = 100) -> str:
                 extra.append("one of: " + ", ".join(spec.metadata["choices"]))
             if spec.metadata["alias"]:
                 extra.append(f"alias: {section}.{spec.metadata['alias']}")
-            lines.append(f"  {section}.{spec.name} ({_type_name(hints[spec.name])}; {'; '.join(extra)})")
+            lines.append(f"  {section}.{spec.name} ({type_name(hints[spec.name])}; {'; '.join(extra)})")
             lines += textwrap.wrap(spec.metadata["help"], width, initial_indent=" " * 6, subsequent_indent=" " * 6)
     return "\n".join(lines)
 

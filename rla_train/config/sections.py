@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rla_envs.core.errors import did_you_mean
-from rla_envs.curriculum.pool import REWRITE_RULES, PoolConfig
+from rla_envs.curriculum.pool_config import REWRITE_RULES, PoolConfig
 from rla_envs.curriculum.sampling import STRATEGIES
 from rla_train.config.fields import (
     BACKENDS,
@@ -16,92 +16,92 @@ from rla_train.config.fields import (
     TINY,
     TRAINABLE_BACKENDS,
     ConfigError,
-    _f,
-    _Section,
+    Section,
+    setting,
 )
 from rla_train.rollout.envs import ENV_BACKENDS
 
 
 @dataclass
-class EnvConfig(_Section):
+class EnvConfig(Section):
     """Which environment the policy plays, and where its training and held-out tasks come from."""
 
     section: ClassVar[str] = "env"
-    id: str = _f("rla/AlfWorld-v0", "env id of a registered family, e.g. rla/TextWorld-v0 (rla_envs.families() lists them)")
-    options: dict[str, Any] = _f({"task_types": ["pick_and_place_simple"]}, "keyword arguments for gym.make shared by training and evaluation envs "
-                                     "(e.g. {n_per_type: 20, task_types: [pick, clean]} for AlfWorld)")
-    train_options: dict[str, Any] = _f({"split": "train", "n_per_type": 128}, "keyword arguments for the training envs, over "
-                                       "`options`: the training task source or split (Code: {source: bundled})")
-    eval_options: dict[str, Any] = _f({"split": "valid_unseen", "n_per_type": 32}, "keyword arguments for the evaluation envs, over "
-                                      "`options`: the held-out task source or split")
-    max_steps: int = _f(30, "most policy turns per episode (the env's max_steps where it has one)", ge=1)
-    num_envs: int = _f(8, "env instances playing at once, i.e. the policy's generate batch per turn", ge=1)
-    workers: int = _f(1, "env workers: processes (0 = envs in the trainer's process), or Ray actors with backend=ray",
-                      ge=0)
-    backend: str = _f("process", "where the env workers run: process (on this machine) or ray (Ray actors, on a local "
-                      "loopback cluster or the one at ray_address; pip install \"rla[ray]\")", choices=ENV_BACKENDS)
-    ray_address: str | None = _f(None, "backend=ray: the cluster to join (auto, host:6379, ray://head:10001); null "
-                                 "starts a local cluster listening on 127.0.0.1 only")
-    ray_resources: dict[str, float] = _f({}, "backend=ray: Ray custom resources each env actor needs, so desktop or "
-                                         "docker-backed envs land where their provider runs (e.g. {desktop: 1})")
+    id: str = setting("rla/AlfWorld-v0", "env id of a registered family, e.g. rla/TextWorld-v0 (rla_envs.families() lists them)")
+    options: dict[str, Any] = setting({"task_types": ["pick_and_place_simple"]}, "keyword arguments for gym.make shared by training and evaluation envs "
+                                          "(e.g. {n_per_type: 20, task_types: [pick, clean]} for AlfWorld)")
+    train_options: dict[str, Any] = setting({"split": "train", "n_per_type": 128}, "keyword arguments for the training envs, over "
+                                            "`options`: the training task source or split (Code: {source: bundled})")
+    eval_options: dict[str, Any] = setting({"split": "valid_unseen", "n_per_type": 32}, "keyword arguments for the evaluation envs, over "
+                                           "`options`: the held-out task source or split")
+    max_steps: int = setting(30, "most policy turns per episode (the env's max_steps where it has one)", ge=1)
+    num_envs: int = setting(8, "env instances playing at once, i.e. the policy's generate batch per turn", ge=1)
+    workers: int = setting(1, "env workers: processes (0 = envs in the trainer's process), or Ray actors with backend=ray",
+                           ge=0)
+    backend: str = setting("process", "where the env workers run: process (on this machine) or ray (Ray actors, on a local "
+                           "loopback cluster or the one at ray_address; pip install \"rla[ray]\")", choices=ENV_BACKENDS)
+    ray_address: str | None = setting(None, "backend=ray: the cluster to join (auto, host:6379, ray://head:10001); null "
+                                      "starts a local cluster listening on 127.0.0.1 only")
+    ray_resources: dict[str, float] = setting({}, "backend=ray: Ray custom resources each env actor needs, so desktop or "
+                                              "docker-backed envs land where their provider runs (e.g. {desktop: 1})")
 
 
 @dataclass
-class PolicyConfig(_Section):
+class PolicyConfig(Section):
     """The policy model, how it generates, and its optimiser (names follow TRL's GRPOConfig where it has them)."""
 
     section: ClassVar[str] = "policy"
-    model: str = _f(TINY, "model path or hub id; 'tiny' builds a tiny random-init Qwen2 locally (no download)")
-    backend: str = _f("transformers", "generation backend of the trained policy: transformers (CPU/GPU); rollouts come "
-                      "from the live weights, which a vLLM engine or a server does not yet follow", choices=TRAINABLE_BACKENDS,
-                      fix="syncing a vLLM engine or a server after every update is not wired yet (docs/scale-out.md); "
-                          "use policy.backend=transformers (CPU or GPU)")
-    base_url: str | None = _f(None, "server URL for backend=openai, e.g. http://localhost:8000/v1")
-    dtype: str | None = _f(None, "dtype the weights load in (bfloat16, float32; null = the checkpoint's)")
-    action_mode: str = _f("choice", "how the policy acts: text (writes the command), index (answers its number "
-                          "in the admissible list), choice (scores each admissible command's likelihood and "
-                          "samples one: for tiny models; needs backend=transformers)",
-                          choices=("text", "index", "choice"))
-    history_window: int | None = _f(10, "past steps shown in each prompt (null = the whole episode)", ge=0)
-    prompt_style: str = _f("compact", "text games: chat (one turn per step, history window) or compact (one turn: goal, "
-                           "a memory of what the agent saw, the last answer; ~230 tokens, for tiny models)",
-                           choices=("chat", "compact"))
-    show_admissible: str = _f("none", "text games: which turn lists the admissible commands (last, all, or none: the "
-                              "list then only travels with the prompt, for choice policies)",
-                              choices=("last", "all", "none"))
-    system_prompt: str | None = _f(None, "replaces the agent's default system message (null = the default)")
-    learning_rate: float = _f(3e-4, "AdamW learning rate of the policy (TRL learning_rate)", alias="lr", gt=0,
-                              fix="the paper uses 1e-6 for 7B models")
-    optimizer: dict[str, Any] = _f({}, "optimizer fields that differ for the policy, over the shared `optimizer` "
-                                   "section (e.g. {warmup_steps: 10})")
-    max_completion_length: int = _f(16, "most tokens per policy turn (TRL max_completion_length)",
-                                    alias="max_new_tokens", ge=1)
-    temperature: float = _f(1.0, "sampling temperature of rollouts (TRL temperature)", gt=0,
-                            fix="at 0 every rollout of a group is the same and GRPO advantages are all zero; use 1.0")
-    top_p: float = _f(1.0, "nucleus sampling mass of rollouts (TRL top_p)", gt=0, le=1)
-    per_device_train_batch_size: int = _f(8, "sequences per micro-batch (TRL per_device_train_batch_size); a step's "
-                                          "samples all accumulate into one optimizer step per iteration", ge=1)
-    epsilon: float = _f(0.2, "lower clip range of the policy ratio (TRL epsilon)", gt=0, lt=1)
-    epsilon_high: float | None = _f(None, "upper clip range (TRL epsilon_high; null = epsilon)", gt=0)
-    beta: float = _f(0.0, "KL coefficient against the reference model (TRL beta; 0 = no reference model)", ge=0)
-    num_iterations: int = _f(2, "optimisation passes over each batch of rollouts (TRL num_iterations)", ge=1)
-    loss_type: str = _f("grpo", "policy-gradient loss normalisation (TRL loss_type)",
-                        choices=("grpo", "dapo", "dr_grpo", "bnpo"))
-    gradient_checkpointing: bool = _f(False, "trade compute for memory (TRL gradient_checkpointing)")
-    trl_args: dict[str, Any] = _f({}, "more trl.GRPOConfig fields for the policy's trainer, passed as they are (those "
-                                  "the config names, such as learning_rate, are refused: set them where they live)")
-    choice_logprob: bool = _f(True, "action_mode=choice: the policy gradient's log-probability is the choice's "
-                              "(log-softmax over the admissible commands' scores, one per step) instead of the chosen "
-                              "command's tokens (ignored for other action modes)")
-    mini_batches: int = _f(1, "optimizer steps per pass over a training step's samples, each on one slice of them "
-                           "(the RLAnything release: 4 PPO mini-batches per step)", ge=1)
-    group_filter: str = _f("mixed", "which GRPO groups train the policy: mixed (0 < success < 1), alfworld_release "
-                           "(1/8 <= success <= 7/8, the ALFWorld release) or none (every group: all-fail groups then "
-                           "train through the judge alone, as the OSWorld release does)",
-                           choices=("mixed", "alfworld_release", "none"))
-    kl_reference: str = _f("initial", "what beta's KL penalty is measured against: initial (the model before "
-                           "co-training, TRL's reference model) or pre_update (the policy before this step's updates, "
-                           "k3, as the RLAnything release does)", choices=("initial", "pre_update"))
+    model: str = setting(TINY, "model path or hub id; 'tiny' builds a tiny random-init Qwen2 locally (no download)")
+    backend: str = setting("transformers", "generation backend of the trained policy: transformers (CPU/GPU); rollouts come "
+                           "from the live weights, which a vLLM engine or a server does not yet follow", choices=TRAINABLE_BACKENDS,
+                           fix="syncing a vLLM engine or a server after every update is not wired yet (docs/scale-out.md); "
+                               "use policy.backend=transformers (CPU or GPU)")
+    base_url: str | None = setting(None, "server URL for backend=openai, e.g. http://localhost:8000/v1")
+    dtype: str | None = setting(None, "dtype the weights load in (bfloat16, float32; null = the checkpoint's)")
+    action_mode: str = setting("choice", "how the policy acts: text (writes the command), index (answers its number "
+                               "in the admissible list), choice (scores each admissible command's likelihood and "
+                               "samples one: for tiny models; needs backend=transformers)",
+                               choices=("text", "index", "choice"))
+    history_window: int | None = setting(10, "past steps shown in each prompt (null = the whole episode)", ge=0)
+    prompt_style: str = setting("compact", "text games: chat (one turn per step, history window) or compact (one turn: goal, "
+                                "a memory of what the agent saw, the last answer; ~230 tokens, for tiny models)",
+                                choices=("chat", "compact"))
+    show_admissible: str = setting("none", "text games: which turn lists the admissible commands (last, all, or none: the "
+                                   "list then only travels with the prompt, for choice policies)",
+                                   choices=("last", "all", "none"))
+    system_prompt: str | None = setting(None, "replaces the agent's default system message (null = the default)")
+    learning_rate: float = setting(3e-4, "AdamW learning rate of the policy (TRL learning_rate)", alias="lr", gt=0,
+                                   fix="the paper uses 1e-6 for 7B models")
+    optimizer: dict[str, Any] = setting({}, "optimizer fields that differ for the policy, over the shared `optimizer` "
+                                        "section (e.g. {warmup_steps: 10})")
+    max_completion_length: int = setting(16, "most tokens per policy turn (TRL max_completion_length)",
+                                         alias="max_new_tokens", ge=1)
+    temperature: float = setting(1.0, "sampling temperature of rollouts (TRL temperature)", gt=0,
+                                 fix="at 0 every rollout of a group is the same and GRPO advantages are all zero; use 1.0")
+    top_p: float = setting(1.0, "nucleus sampling mass of rollouts (TRL top_p)", gt=0, le=1)
+    per_device_train_batch_size: int = setting(8, "sequences per micro-batch (TRL per_device_train_batch_size); a step's "
+                                               "samples all accumulate into one optimizer step per iteration", ge=1)
+    epsilon: float = setting(0.2, "lower clip range of the policy ratio (TRL epsilon)", gt=0, lt=1)
+    epsilon_high: float | None = setting(None, "upper clip range (TRL epsilon_high; null = epsilon)", gt=0)
+    beta: float = setting(0.0, "KL coefficient against the reference model (TRL beta; 0 = no reference model)", ge=0)
+    num_iterations: int = setting(2, "optimisation passes over each batch of rollouts (TRL num_iterations)", ge=1)
+    loss_type: str = setting("grpo", "policy-gradient loss normalisation (TRL loss_type)",
+                             choices=("grpo", "dapo", "dr_grpo", "bnpo"))
+    gradient_checkpointing: bool = setting(False, "trade compute for memory (TRL gradient_checkpointing)")
+    trl_args: dict[str, Any] = setting({}, "more trl.GRPOConfig fields for the policy's trainer, passed as they are (those "
+                                       "the config names, such as learning_rate, are refused: set them where they live)")
+    choice_logprob: bool = setting(True, "action_mode=choice: the policy gradient's log-probability is the choice's "
+                                   "(log-softmax over the admissible commands' scores, one per step) instead of the chosen "
+                                   "command's tokens (ignored for other action modes)")
+    mini_batches: int = setting(1, "optimizer steps per pass over a training step's samples, each on one slice of them "
+                                "(the RLAnything release: 4 PPO mini-batches per step)", ge=1)
+    group_filter: str = setting("mixed", "which GRPO groups train the policy: mixed (0 < success < 1), alfworld_release "
+                                "(1/8 <= success <= 7/8, the ALFWorld release) or none (every group: all-fail groups then "
+                                "train through the judge alone, as the OSWorld release does)",
+                                choices=("mixed", "alfworld_release", "none"))
+    kl_reference: str = setting("initial", "what beta's KL penalty is measured against: initial (the model before "
+                                "co-training, TRL's reference model) or pre_update (the policy before this step's updates, "
+                                "k3, as the RLAnything release does)", choices=("initial", "pre_update"))
 
     def check(self) -> None:
         if not self.model:
@@ -109,67 +109,67 @@ class PolicyConfig(_Section):
 
 
 @dataclass
-class RewardModelConfig(_Section):
+class RewardModelConfig(Section):
     """The generative reward model that judges every step m times."""
 
     section: ClassVar[str] = "reward_model"
-    model: str | None = _f(TINY, "model path or hub id, 'same-as-policy' (one model, both roles), 'tiny', or null "
-                                 "(no reward model: only mode=outcome_only)")
-    backend: str = _f("transformers", "generation backend: transformers (CPU/GPU), vllm (GPU, pip install "
-                      "\"rla[vllm]\"), openai (an OpenAI-compatible server); vllm and openai only for a frozen reward "
-                      "model", choices=BACKENDS)
-    base_url: str | None = _f(None, "server URL for backend=openai")
-    verdict_mode: str = _f("choice", "how the judge answers: text (reasons, then writes \\boxed{1} or \\boxed{-1}; "
-                           "paper scale) or choice (samples one of the two verdicts by its likelihood: for tiny "
-                           "models, which cannot yet write a parseable verdict; needs backend=transformers)",
-                           choices=("text", "choice"))
-    judgments_per_step: int = _f(3, "m: independent judgments of every step", ge=1, fix="the paper uses m = 3")
-    step_reward_weight: float = _f(1.0, "λ in R_i = O + (λ/m)·Σ_j S_ij (rla_train.signals.rewards.integrated_rewards lam)",
-                                   alias="lam", ge=0, fix="the paper uses λ = 1")
-    learning_rate: float = _f(1e-4, "AdamW learning rate of the reward model (TRL learning_rate)", alias="lr", gt=0)
-    optimizer: dict[str, Any] = _f({"lr_scheduler_type": "linear"}, "optimizer fields that differ for the reward "
-                                   "model, over the shared `optimizer` section ({} = the shared section as it is). The "
-                                   "default decays the reward model's learning rate linearly to 0 over the run, what the "
-                                   "README's default-run figures were measured with (then TRL's silent default)")
-    per_device_train_batch_size: int = _f(8, "judgments per micro-batch of a reward-model update (TRL "
-                                          "per_device_train_batch_size)", ge=1)
-    loss_type: str = _f("dapo", "policy-gradient loss normalisation of the reward model's updates (TRL loss_type)",
-                        choices=("grpo", "dapo", "dr_grpo", "bnpo"))
-    epsilon: float = _f(0.2, "clip range of the reward model's probability ratio (TRL epsilon)", gt=0, lt=1)
-    num_iterations: int = _f(1, "optimisation passes over each batch of judgments (TRL num_iterations)", ge=1)
-    gradient_checkpointing: bool = _f(False, "trade compute for memory in the reward model's updates (TRL "
-                                      "gradient_checkpointing)")
-    trl_args: dict[str, Any] = _f({}, "more trl.GRPOConfig fields for the reward model's trainer, passed as they are "
-                                  "(those the config names are refused: set them where they live)")
-    updates_per_step: int = _f(1, "reward-model optimizer steps per training step", ge=1)
-    task_filter_low: float = _f(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
-    task_filter_high: float = _f(0.8, "... and <= this (rla_train.signals.rewards.reward_model_task_filter)", ge=0, le=1)
-    max_completion_length: int = _f(32, "most tokens per judgment (reasoning + \\boxed{±1})", alias="max_new_tokens",
-                                    ge=1)
-    temperature: float = _f(1.0, "sampling temperature of judgments (1 keeps the m votes independent)", gt=0)
-    mini_batches: int = _f(1, "optimizer steps per reward-model update, each on one slice of the judgments "
-                           "(the release: 4)", ge=1)
-    kind: str = _f("model", "model (a generative judge: reward_model.model) or noisy_oracle (the family's step-label "
-                   "oracle, e.g. the ALFWorld planner, with each vote flipped with probability 1 - oracle_accuracy: "
-                   "a judge of known accuracy for checking the machinery; never trained)",
-                   choices=("model", "noisy_oracle"))
-    oracle_accuracy: float = _f(0.8, "kind=noisy_oracle: the probability that each vote equals the oracle's label "
-                                "(0.5 = pure noise)", ge=0, le=1)
-    outcome_encoding: str = _f("pm1", "the outcome O in R_i = O + (λ/m)·Σ_j S_ij: pm1 (+1 won, -1 lost; the paper) or "
-                               "01 (1 won, 0 lost; the ALFWorld release, where after z-scoring the judge weighs as "
-                               "λ = 2 does with pm1)", choices=("pm1", "01"))
-    prompt_style: str = _f("compact", "judge prompt: full (task, start of the game, earlier steps, the step, what "
-                           "followed, admissible actions) or compact (the goal, the place, what the agent saw before and "
-                           "after the step: for tiny choice judges)", choices=("full", "compact"))
-    warm_start_steps: int = _f(300, "steps of training the reward model to give the step-label oracle's verdicts "
-                               "(class-balanced cross-entropy of the two verdicts) before co-training (0 = none; needs "
-                               "verdict_mode=choice and a family with step labels)", ge=0)
-    warm_start_episodes: int = _f(144, "episodes on the training games whose labelled steps the reward-model warm start "
-                                  "trains on: half played by the searching expert, half by the warm-started policy", ge=0)
-    warm_start_learning_rate: float = _f(1e-3, "learning rate of the reward-model warm start", gt=0)
-    probe_episodes: int = _f(72, "episodes (expert, epsilon-expert and random) on valid_seen games whose labelled steps "
-                             "form a fixed probe of the reward model's balanced accuracy and AUC, judged at every "
-                             "evaluation (0 = no probe; needs a family with step labels)", ge=0)
+    model: str | None = setting(TINY, "model path or hub id, 'same-as-policy' (one model, both roles), 'tiny', or null "
+                                      "(no reward model: only mode=outcome_only)")
+    backend: str = setting("transformers", "generation backend: transformers (CPU/GPU), vllm (GPU, pip install "
+                           "\"rla[vllm]\"), openai (an OpenAI-compatible server); vllm and openai only for a frozen reward "
+                           "model", choices=BACKENDS)
+    base_url: str | None = setting(None, "server URL for backend=openai")
+    verdict_mode: str = setting("choice", "how the judge answers: text (reasons, then writes \\boxed{1} or \\boxed{-1}; "
+                                "paper scale) or choice (samples one of the two verdicts by its likelihood: for tiny "
+                                "models, which cannot yet write a parseable verdict; needs backend=transformers)",
+                                choices=("text", "choice"))
+    judgments_per_step: int = setting(3, "m: independent judgments of every step", ge=1, fix="the paper uses m = 3")
+    step_reward_weight: float = setting(1.0, "λ in R_i = O + (λ/m)·Σ_j S_ij (rla_train.signals.rewards.integrated_rewards lam)",
+                                        alias="lam", ge=0, fix="the paper uses λ = 1")
+    learning_rate: float = setting(1e-4, "AdamW learning rate of the reward model (TRL learning_rate)", alias="lr", gt=0)
+    optimizer: dict[str, Any] = setting({"lr_scheduler_type": "linear"}, "optimizer fields that differ for the reward "
+                                        "model, over the shared `optimizer` section ({} = the shared section as it is). The "
+                                        "default decays the reward model's learning rate linearly to 0 over the run, what the "
+                                        "README's default-run figures were measured with (then TRL's silent default)")
+    per_device_train_batch_size: int = setting(8, "judgments per micro-batch of a reward-model update (TRL "
+                                               "per_device_train_batch_size)", ge=1)
+    loss_type: str = setting("dapo", "policy-gradient loss normalisation of the reward model's updates (TRL loss_type)",
+                             choices=("grpo", "dapo", "dr_grpo", "bnpo"))
+    epsilon: float = setting(0.2, "clip range of the reward model's probability ratio (TRL epsilon)", gt=0, lt=1)
+    num_iterations: int = setting(1, "optimisation passes over each batch of judgments (TRL num_iterations)", ge=1)
+    gradient_checkpointing: bool = setting(False, "trade compute for memory in the reward model's updates (TRL "
+                                           "gradient_checkpointing)")
+    trl_args: dict[str, Any] = setting({}, "more trl.GRPOConfig fields for the reward model's trainer, passed as they "
+                                       "are (those the config names are refused: set them where they live)")
+    updates_per_step: int = setting(1, "reward-model optimizer steps per training step", ge=1)
+    task_filter_low: float = setting(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
+    task_filter_high: float = setting(0.8, "... and <= this (rla_train.signals.rewards.reward_model_task_filter)", ge=0, le=1)
+    max_completion_length: int = setting(32, "most tokens per judgment (reasoning + \\boxed{±1})", alias="max_new_tokens",
+                                         ge=1)
+    temperature: float = setting(1.0, "sampling temperature of judgments (1 keeps the m votes independent)", gt=0)
+    mini_batches: int = setting(1, "optimizer steps per reward-model update, each on one slice of the judgments "
+                                "(the release: 4)", ge=1)
+    kind: str = setting("model", "model (a generative judge: reward_model.model) or noisy_oracle (the family's step-label "
+                        "oracle, e.g. the ALFWorld planner, with each vote flipped with probability 1 - oracle_accuracy: "
+                        "a judge of known accuracy for checking the machinery; never trained)",
+                        choices=("model", "noisy_oracle"))
+    oracle_accuracy: float = setting(0.8, "kind=noisy_oracle: the probability that each vote equals the oracle's label "
+                                     "(0.5 = pure noise)", ge=0, le=1)
+    outcome_encoding: str = setting("pm1", "the outcome O in R_i = O + (λ/m)·Σ_j S_ij: pm1 (+1 won, -1 lost; the paper) or "
+                                    "01 (1 won, 0 lost; the ALFWorld release, where after z-scoring the judge weighs as "
+                                    "λ = 2 does with pm1)", choices=("pm1", "01"))
+    prompt_style: str = setting("compact", "judge prompt: full (task, start of the game, earlier steps, the step, what "
+                                "followed, admissible actions) or compact (the goal, the place, what the agent saw before and "
+                                "after the step: for tiny choice judges)", choices=("full", "compact"))
+    warm_start_steps: int = setting(300, "steps of training the reward model to give the step-label oracle's verdicts "
+                                    "(class-balanced cross-entropy of the two verdicts) before co-training (0 = none; needs "
+                                    "verdict_mode=choice and a family with step labels)", ge=0)
+    warm_start_episodes: int = setting(144, "episodes on the training games whose labelled steps the reward-model warm start "
+                                       "trains on: half played by the searching expert, half by the warm-started policy", ge=0)
+    warm_start_learning_rate: float = setting(1e-3, "learning rate of the reward-model warm start", gt=0)
+    probe_episodes: int = setting(72, "episodes (expert, epsilon-expert and random) on valid_seen games whose labelled steps "
+                                  "form a fixed probe of the reward model's balanced accuracy and AUC, judged at every "
+                                  "evaluation (0 = no probe; needs a family with step labels)", ge=0)
 
     def check(self) -> None:
         if self.model == "":
@@ -180,21 +180,21 @@ class RewardModelConfig(_Section):
 
 
 @dataclass
-class OptimizerConfig(_Section):
+class OptimizerConfig(Section):
     """The optimizer and schedule of both trained models (the policy and the reward model); each model's own
     learning rate is in its section, and ``policy.optimizer`` / ``reward_model.optimizer`` override any field here."""
 
     section: ClassVar[str] = "optimizer"
-    optim: str = _f("adamw_torch_fused", "optimizer implementation (TRL optim); both are AdamW",
-                    choices=("adamw_torch_fused", "adamw_torch"))
-    lr_scheduler_type: str = _f("constant", "learning-rate schedule over the run's optimizer steps (TRL "
-                                "lr_scheduler_type)", choices=("constant", "constant_with_warmup", "linear", "cosine"))
-    warmup_steps: int = _f(0, "optimizer steps of linear warm-up (TRL warmup_steps)", ge=0)
-    weight_decay: float = _f(0.0, "AdamW weight decay (TRL weight_decay)", ge=0)
-    adam_beta1: float = _f(0.9, "AdamW beta1 (TRL adam_beta1)", ge=0, lt=1)
-    adam_beta2: float = _f(0.999, "AdamW beta2 (TRL adam_beta2)", ge=0, lt=1)
-    adam_epsilon: float = _f(1e-8, "AdamW epsilon (TRL adam_epsilon)", gt=0)
-    max_grad_norm: float = _f(1.0, "gradient clipping norm (TRL max_grad_norm)", gt=0)
+    optim: str = setting("adamw_torch_fused", "optimizer implementation (TRL optim); both are AdamW",
+                         choices=("adamw_torch_fused", "adamw_torch"))
+    lr_scheduler_type: str = setting("constant", "learning-rate schedule over the run's optimizer steps (TRL "
+                                     "lr_scheduler_type)", choices=("constant", "constant_with_warmup", "linear", "cosine"))
+    warmup_steps: int = setting(0, "optimizer steps of linear warm-up (TRL warmup_steps)", ge=0)
+    weight_decay: float = setting(0.0, "AdamW weight decay (TRL weight_decay)", ge=0)
+    adam_beta1: float = setting(0.9, "AdamW beta1 (TRL adam_beta1)", ge=0, lt=1)
+    adam_beta2: float = setting(0.999, "AdamW beta2 (TRL adam_beta2)", ge=0, lt=1)
+    adam_epsilon: float = setting(1e-8, "AdamW epsilon (TRL adam_epsilon)", gt=0)
+    max_grad_norm: float = setting(1.0, "gradient clipping norm (TRL max_grad_norm)", gt=0)
 
     def overridden(self, overrides: dict[str, Any], where: str) -> OptimizerConfig:
         """These settings with ``overrides`` (``{field: value}``, from ``where``, e.g. ``policy.optimizer``) put over them."""
@@ -225,11 +225,11 @@ def _curriculum_fields() -> list[tuple[str, Any, Any]]:
         kind, default = hints[spec.name], spec.default
         if typing.get_origin(kind) is tuple:
             kind, default = list[typing.get_args(kind)[0]], list(default)
-        fields.append((spec.name, kind, _f(default, spec.metadata["help"], choices=choices.get(spec.name))))
+        fields.append((spec.name, kind, setting(default, spec.metadata["help"], choices=choices.get(spec.name))))
     return fields
 
 
-_CurriculumFields = dataclasses.make_dataclass("_CurriculumFields", _curriculum_fields(), bases=(_Section,))
+_CurriculumFields = dataclasses.make_dataclass("_CurriculumFields", _curriculum_fields(), bases=(Section,))
 
 
 @dataclass
@@ -238,15 +238,15 @@ class PoolSettings(_CurriculumFields):
     how tasks are sampled and rewrites accepted), plus how often and by whom tasks are rewritten."""
 
     section: ClassVar[str] = "pool"
-    adapt_every: int = _f(48, "episodes between two rewrite rounds", ge=1)
-    max_rewrites_per_round: int | None = _f(1, "most triggered tasks rewritten in one round (each costs up to "
-                                            "measure_rollouts x (1 + candidates) validation rollouts; null = all)", ge=1)
-    rewriter: str = _f("mutator", "who rewrites: mutator (the family's LLM-free edits) or llm (a model given the "
-                       "reward model's failure diagnoses)", choices=("mutator", "llm"))
-    rewriter_model: str | None = _f(None, "the llm rewriter's model: a path or hub id, 'same-as-policy', or "
-                                          "'same-as-reward-model'")
-    rewriter_backend: str = _f("transformers", "the llm rewriter's backend", choices=BACKENDS)
-    rewriter_base_url: str | None = _f(None, "server URL for rewriter_backend=openai")
+    adapt_every: int = setting(48, "episodes between two rewrite rounds", ge=1)
+    max_rewrites_per_round: int | None = setting(1, "most triggered tasks rewritten in one round (each costs up to "
+                                                 "measure_rollouts x (1 + candidates) validation rollouts; null = all)", ge=1)
+    rewriter: str = setting("mutator", "who rewrites: mutator (the family's LLM-free edits) or llm (a model given the "
+                            "reward model's failure diagnoses)", choices=("mutator", "llm"))
+    rewriter_model: str | None = setting(None, "the llm rewriter's model: a path or hub id, 'same-as-policy', or "
+                                               "'same-as-reward-model'")
+    rewriter_backend: str = setting("transformers", "the llm rewriter's backend", choices=BACKENDS)
+    rewriter_base_url: str | None = setting(None, "server URL for rewriter_backend=openai")
 
     def check(self) -> None:
         self.pool_config()  # PoolConfig's own checks, now rather than at the first rewrite
@@ -261,43 +261,43 @@ class PoolSettings(_CurriculumFields):
 
 
 @dataclass
-class RolloutConfig(_Section):
+class RolloutConfig(Section):
     """How many rollouts each training step plays."""
 
     section: ClassVar[str] = "rollout"
-    group_size: int = _f(8, "rollouts per task, one GRPO group (TRL num_generations)", alias="num_generations", ge=2,
-                         fix="GRPO z-scores rewards within a group, which needs 2 rollouts or more; the paper uses 8")
-    tasks_per_step: int = _f(3, "tasks (groups) per training step", ge=1)
+    group_size: int = setting(8, "rollouts per task, one GRPO group (TRL num_generations)", alias="num_generations", ge=2,
+                              fix="GRPO z-scores rewards within a group, which needs 2 rollouts or more; the paper uses 8")
+    tasks_per_step: int = setting(3, "tasks (groups) per training step", ge=1)
 
 
 @dataclass
-class RunConfig(_Section):
+class RunConfig(Section):
     """The training run: mode, length, seed, warm start and evaluation."""
 
     section: ClassVar[str] = "train"
-    mode: str = _f("policy+reward+env", "what is trained: " + ", ".join(MODES) + " (RLAnything's ablation; "
-                   "see rla_train.config.MODES)", choices=tuple(MODES))
-    steps: int = _f(12, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
-    seed: int = _f(0, "seed of everything: rollouts, sampling, the pool, model initialisation")
-    warm_start_sft_steps: int = _f(600, "supervised steps on the env expert's demonstrations before RL (0 = none)",
-                                   ge=0)
-    warm_start_demos: int = _f(480, "demonstrations played by the env's (searching) expert for the warm start", ge=0)
-    warm_start_learning_rate: float = _f(3e-3, "learning rate of the warm-start SFT (constant schedule)", gt=0)
-    warm_start_listwise_steps: int = _f(700, "choice policies (policy.action_mode=choice): after the SFT, this many "
-                                        "steps of listwise training on the same demonstrations (the cross-entropy of "
-                                        "the expert's command among the admissible ones, scored as the policy acts; "
-                                        "rla_train.cotrainer.warm_start.choice_sft) at warm_start_learning_rate (0 = none). "
-                                        "Bounded by steps, never by time, so a seed gives the same start on any machine",
+    mode: str = setting("policy+reward+env", "what is trained: " + ", ".join(MODES) + " (RLAnything's ablation; "
+                        "see rla_train.config.MODES)", choices=tuple(MODES))
+    steps: int = setting(12, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
+    seed: int = setting(0, "seed of everything: rollouts, sampling, the pool, model initialisation")
+    warm_start_sft_steps: int = setting(600, "supervised steps on the env expert's demonstrations before RL (0 = none)",
                                         ge=0)
-    eval_every: int = _f(0, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",
-                         ge=0)
-    eval_episodes: int = _f(64, "held-out episodes per evaluation", ge=1)
-    probe_episodes: int = _f(64, "episodes on a fixed, seeded probe of training games, played at every evaluation: "
-                             "training success measured on the same tasks each time, not on the tasks the pool "
-                             "happened to draw (0 = none)", ge=0)
-    eval_temperature: float = _f(1.0, "sampling temperature of held-out evaluations (0 = greedy); seeded, so the same "
-                                 "run gives the same numbers (tiny choice policies loop when greedy)", ge=0)
-    resume_from: str | None = _f(None, "a run directory to continue from (set by --resume DIR)")
+    warm_start_demos: int = setting(480, "demonstrations played by the env's (searching) expert for the warm start", ge=0)
+    warm_start_learning_rate: float = setting(3e-3, "learning rate of the warm-start SFT (constant schedule)", gt=0)
+    warm_start_listwise_steps: int = setting(700, "choice policies (policy.action_mode=choice): after the SFT, this many "
+                                             "steps of listwise training on the same demonstrations (the cross-entropy of "
+                                             "the expert's command among the admissible ones, scored as the policy acts; "
+                                             "rla_train.cotrainer.warm_start.choice_sft) at warm_start_learning_rate (0 = none). "
+                                             "Bounded by steps, never by time, so a seed gives the same start on any machine",
+                                             ge=0)
+    eval_every: int = setting(0, "evaluate on the held-out tasks (env.eval_options) every this many steps (0 = never)",
+                              ge=0)
+    eval_episodes: int = setting(64, "held-out episodes per evaluation", ge=1)
+    probe_episodes: int = setting(64, "episodes on a fixed, seeded probe of training games, played at every evaluation: "
+                                  "training success measured on the same tasks each time, not on the tasks the pool "
+                                  "happened to draw (0 = none)", ge=0)
+    eval_temperature: float = setting(1.0, "sampling temperature of held-out evaluations (0 = greedy); seeded, so the same "
+                                      "run gives the same numbers (tiny choice policies loop when greedy)", ge=0)
+    resume_from: str | None = setting(None, "a run directory to continue from (set by --resume DIR)")
 
     def check(self) -> None:
         if self.warm_start_sft_steps and not self.warm_start_demos:
@@ -306,15 +306,15 @@ class RunConfig(_Section):
 
 
 @dataclass
-class OutputConfig(_Section):
+class OutputConfig(Section):
     """Where a run writes its config, checkpoints, metrics and pool."""
 
     section: ClassVar[str] = "output"
-    dir: str = _f("runs/cpu-tiny", "run directory: config.yaml, checkpoints, metrics.jsonl, pool.json")
-    checkpoint_every: int = _f(5, "save policy, reward model, optimizers and pool every this many steps "
-                                   "(0 = at the end only)", ge=0)
-    keep_last: int | None = _f(None, "checkpoints kept (TRL save_total_limit; null = all)", ge=1)
-    tensorboard: bool = _f(False, "also write TensorBoard event files (needs tensorboard installed)")
+    dir: str = setting("runs/cpu-tiny", "run directory: config.yaml, checkpoints, metrics.jsonl, pool.json")
+    checkpoint_every: int = setting(5, "save policy, reward model, optimizers and pool every this many steps "
+                                        "(0 = at the end only)", ge=0)
+    keep_last: int | None = setting(None, "checkpoints kept (TRL save_total_limit; null = all)", ge=1)
+    tensorboard: bool = setting(False, "also write TensorBoard event files (needs tensorboard installed)")
 
     def check(self) -> None:
         if not self.dir:
@@ -322,14 +322,14 @@ class OutputConfig(_Section):
 
 
 @dataclass
-class ScaleConfig(_Section):
+class ScaleConfig(Section):
     """Precision and hardware settings (multi-GPU and vLLM generation while training: see docs/scale-out.md)."""
 
     section: ClassVar[str] = "scale"
-    bf16: bool = _f(False, "load and train the policy and reward model in bfloat16 (TRL bf16; GPUs with bf16 support)")
+    bf16: bool = setting(False, "load and train the policy and reward model in bfloat16 (TRL bf16; GPUs with bf16 support)")
 
 
-SECTIONS: dict[str, type[_Section]] = {"env": EnvConfig, "policy": PolicyConfig, "reward_model": RewardModelConfig,
+SECTIONS: dict[str, type[Section]] = {"env": EnvConfig, "policy": PolicyConfig, "reward_model": RewardModelConfig,
                                        "optimizer": OptimizerConfig, "pool": PoolSettings, "rollout": RolloutConfig, "train": RunConfig,
                                        "output": OutputConfig, "scale": ScaleConfig}
 """Section name -> its dataclass, in the order files and ``--help`` list them."""

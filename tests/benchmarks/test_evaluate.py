@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 
 from benchmarks.evaluate.checkpoints import resolve_policy  # noqa: E402
 from benchmarks.evaluate.cli import main  # noqa: E402
-from benchmarks.evaluate.run import pass_at_k  # noqa: E402
+from benchmarks.evaluate.scores import pass_at_k  # noqa: E402
 from rla_train.rollout.records import read_records  # noqa: E402
 
 GAMES = ["--env-option", "n_per_type=1"]  # 6 games per split, one per task type

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 
 from rla_envs.core.errors import DataNotFound, InvalidFile, RlaError
 from rla_envs.core.task import Task
-from rla_envs.curriculum.pool import PoolConfig, TaskPool
+from rla_envs.curriculum.pool import TaskPool
+from rla_envs.curriculum.pool_config import PoolConfig
 from tests.fuzz.strategies import FUZZ, assert_clear_error, dumps, edited, outcome
 
 

@@ -16,7 +16,8 @@ from rla_envs.core.task import Task
 from rla_envs.curriculum.adapt import EnvMeasure, adapt, verifier_change
 from rla_envs.core.trajectory import Trajectory
 from rla_envs.curriculum.diagnosers import RuleDiagnoser
-from rla_envs.curriculum.pool import PoolConfig, TaskPool
+from rla_envs.curriculum.pool import TaskPool
+from rla_envs.curriculum.pool_config import PoolConfig
 from rla_envs.curriculum.rewriters import LLMRewriter, MutatorRewriter
 
 SKILL = {0: 1.0, 1: 0.95, 2: 0.9, 3: 0.75, 4: 0.6, 5: 0.5, 6: 0.4, 7: 0.25, 8: 0.1, 9: 0.02, 10: 0.0}

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rla_envs.curriculum.pool import PoolConfig, TaskPool
+from rla_envs.curriculum.pool import TaskPool
+from rla_envs.curriculum.pool_config import PoolConfig
 from rla_envs.curriculum.rewriters import MutatorRewriter
 from rla_envs.curriculum.wrapper import AdaptiveTaskPool
 

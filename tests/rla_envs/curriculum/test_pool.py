@@ -13,7 +13,8 @@ import pytest
 
 from rla_envs.core.errors import DataNotFound, TaskNotFound
 from rla_envs.core.task import Task
-from rla_envs.curriculum.pool import PoolConfig, TaskPool
+from rla_envs.curriculum.pool import TaskPool
+from rla_envs.curriculum.pool_config import PoolConfig
 from tests.paths import REPO_ROOT
 
 

@@ -234,7 +234,8 @@ def test_thousand_garbage_answers_on_alfworld_are_rejected_and_leave_the_pool_as
     from rla_envs.alfworld import goals
     from rla_envs.alfworld.tasks import scene_from_task
     from rla_envs.curriculum.adapt import adapt
-    from rla_envs.curriculum.pool import PoolConfig, TaskPool
+    from rla_envs.curriculum.pool import TaskPool
+    from rla_envs.curriculum.pool_config import PoolConfig
 
     task = tasks[0]  # pick_and_place_simple: DishSponge -> SinkBasin
     scene = scene_from_task(task)

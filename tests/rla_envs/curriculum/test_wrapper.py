@@ -14,7 +14,8 @@ from rla_envs.core.errors import InvalidTask, RewriteRejected
 from rla_envs.core.task import Task
 from rla_envs.core.trajectory import play_episode
 from rla_envs.curriculum.adapt import EnvMeasure
-from rla_envs.curriculum.pool import PoolConfig, TaskPool
+from rla_envs.curriculum.pool import TaskPool
+from rla_envs.curriculum.pool_config import PoolConfig
 from rla_envs.curriculum.rewriters import MutatorRewriter
 from rla_envs.curriculum.wrapper import AdaptiveTaskPool, TaskFeeder
 

@@ -11,7 +11,7 @@ import ast
 import dataclasses
 import typing
 
-from rla_envs.curriculum.pool import PoolConfig
+from rla_envs.curriculum.pool_config import PoolConfig
 from rla_train.config import TrainConfig
 from tests.paths import REPO_ROOT
 

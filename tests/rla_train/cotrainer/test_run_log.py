@@ -12,7 +12,8 @@ import pytest
 
 from rla_envs.core.errors import DataNotFound, MissingDependency
 from rla_envs.core.task import Task
-from rla_envs.curriculum.pool import PoolConfig, TaskPool
+from rla_envs.curriculum.pool import TaskPool
+from rla_envs.curriculum.pool_config import PoolConfig
 from rla_train.cotrainer.plots import PANELS, draw_evaluations, draw_panel, plot_run
 from rla_train.cotrainer.pool_metrics import pool_metrics
 from rla_train.cotrainer.run_log import METRICS_FILE, TENSORBOARD_DIR, RunLog, read_metrics
