@@ -325,7 +325,7 @@ def summarize(comparisons: list[TaskComparison]) -> dict:
 # ------------------------------------------------------------------------------------------ run
 
 def _tasks(quick: bool) -> list[Task]:
-    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
 
     tasks = generated_tasks(SPLIT, n_per_type=N_PER_TYPE, seed=0, task_types=[TASK_TYPE], workers=1, progress=False)
     return tasks[:8] if quick else tasks

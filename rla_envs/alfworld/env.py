@@ -135,6 +135,7 @@ class AlfWorldEnv(TaskEnv):
     # ----------------------------------------------------------------- family API
     def default_tasks(self) -> Sequence[Task]:
         """Real ALFWorld tasks of the split when data is available, else generated ones (cached on disk)."""
+        from rla_envs.alfworld import generated as alfworld_generated
         from rla_envs.alfworld import tasks as alfworld_tasks
 
         data_root = self._data_root()
@@ -142,8 +143,8 @@ class AlfWorldEnv(TaskEnv):
             found = alfworld_tasks.dataset_tasks(data_root, self.split)
             source = f"the ALFWorld data of split {self.split!r}"
         else:
-            found = alfworld_tasks.generated_tasks(  # only the types played: the same games, fewer to generate
-                self.split, self.n_per_type or alfworld_tasks.DEFAULT_N_PER_TYPE, self.task_seed,
+            found = alfworld_generated.generated_tasks(  # only the types played: the same games, fewer to generate
+                self.split, self.n_per_type or alfworld_generated.DEFAULT_N_PER_TYPE, self.task_seed,
                 task_types=self.task_types)
             source = f"the generated {self.split!r} tasks"
         return self._filter(found, source)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from rla_envs.core.errors import InvalidTask, TaskGenerationError
 from rla_envs.alfworld.scene import TASK_TYPES, Goal, Receptacle, Scene, SceneObject, goal_text
+from rla_envs.alfworld.tasks import game_from_scene
 
 __all__ = [
     "SPLITS", "UNSEEN_FLOOR_PLANS", "FloorPlan", "floor_plan_names", "load_floor_plan", "split_floor_plans",
@@ -315,7 +316,6 @@ def generate_game(floor_plan: str, task_type: str, seed: int, *, verify: bool = 
     ``"stock"`` (TextWorld's ``PddlEnv`` + ``AlfredDemangler``; same verdicts, 2-8 s per game). A failing
     sample is redrawn (seed ``seed``, then derived seeds) up to a few times before ``TaskGenerationError``.
     """
-    from rla_envs.alfworld.tasks import game_from_scene
     from rla_envs.alfworld.walkthrough import ENGINES, play_walkthrough
 
     if engine not in ENGINES:

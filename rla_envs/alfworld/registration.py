@@ -12,5 +12,5 @@ SPEC = register_family(FamilySpec(
     split_option="split",
     expert_options={"expert": "handcoded"},  # the searching hand-coded expert (it does not know where objects are)
     step_labels="rla_envs.alfworld.planner:alfworld_step_labels",
-    generate_tasks="rla_envs.alfworld.tasks:generated_task_sample",
+    generate_tasks="rla_envs.alfworld.generated:generated_task_sample",
 ))

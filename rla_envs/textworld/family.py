@@ -10,7 +10,8 @@ import numpy as np
 from rla_envs.core.errors import InvalidTask, RewriteRejected, TaskError
 from rla_envs.core.proposals import find_json_object
 from rla_envs.core.task import Task, thaw
-from rla_envs.textworld.generate import EXPERT_STEP_LIMIT, normalize_command, normalize_spec
+from rla_envs.textworld.game import normalize_command
+from rla_envs.textworld.generate import EXPERT_STEP_LIMIT, normalize_spec
 
 __all__ = ["TextWorldFamily", "leaks_answer", "REWRITE_FORMAT"]
 

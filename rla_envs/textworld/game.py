@@ -18,9 +18,20 @@ from typing import Any
 
 from rla_envs.core.env import Transition
 from rla_envs.core.errors import InvalidTask
-from rla_envs.textworld.generate import normalize_command, walkthrough_of
 
-__all__ = ["TextWorldGame", "sanitize_command", "check_expert_wins", "META_COMMANDS", "MAX_COMMAND_CHARS"]
+__all__ = ["TextWorldGame", "sanitize_command", "normalize_command", "walkthrough_of", "check_expert_wins", "META_COMMANDS",
+           "MAX_COMMAND_CHARS"]
+
+
+def normalize_command(text: str) -> str:
+    """A command as textworld spells admissible commands: lower case, single spaces."""
+    return " ".join(text.lower().split())
+
+
+def walkthrough_of(game) -> list[str]:
+    """The commands that win a ``textworld.Game`` from its start (its walkthrough, else its quests' policy)."""
+    return list(game.walkthrough or [])
+
 
 MAX_COMMAND_CHARS = 120  # jericho truncates input at 198 bytes; no textworld command comes close
 META_COMMANDS = frozenset({

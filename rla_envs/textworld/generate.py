@@ -26,10 +26,11 @@ from typing import Any
 from rla_envs.core.errors import DataNotFound, InvalidTask, TaskGenerationError
 from rla_envs.core.files import cache_dir
 from rla_envs.core.task import thaw
+from rla_envs.textworld.game import check_expert_wins, normalize_command, walkthrough_of
 
 __all__ = [
     "GENERATORS", "normalize_spec", "spec_key", "game_path", "build_game_file", "build_many",
-    "load_game", "walkthrough_of", "hint_text", "normalize_command",
+    "load_game", "hint_text",
 ]
 
 # Settings each generator accepts, with their defaults. tw-custom is textworld.generator.make_game
@@ -43,11 +44,6 @@ GENERATORS: dict[str, dict[str, Any]] = {
 _SPEC_KEYS = {"generator", "settings", "seed", "game_file", "quest", "objective", "hints"}
 EXPERT_STEP_LIMIT = 50  # generated games must be winnable within the env's default max_steps
 _FORMAT_VERSION = 1  # bump when a change here changes the games a spec builds
-
-
-def normalize_command(text: str) -> str:
-    """A command as textworld spells admissible commands: lower case, single spaces."""
-    return " ".join(text.lower().split())
 
 
 def normalize_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,11 +133,6 @@ def hint_text(walkthrough: Sequence[str], hints: int) -> str:
     if not shown:
         return ""
     return "Hint: start with " + ", then ".join(f"'{c}'" for c in shown) + "."
-
-
-def walkthrough_of(game) -> list[str]:
-    """The commands that win a ``textworld.Game`` from its start (its walkthrough, else its quests' policy)."""
-    return list(game.walkthrough or [])
 
 
 def load_game(path: str | os.PathLike):
@@ -242,7 +233,6 @@ def build_game_file(spec: Mapping[str, Any]) -> Path:
 
 def _build_one(spec: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """Worker: build one spec (trying later seeds when the generator fails); (spec or None, message)."""
-    from rla_envs.textworld.game import check_expert_wins
 
     last_error = ""
     for attempt in range(5):

@@ -35,7 +35,7 @@ def _one_thread():
 @pytest.fixture(scope="module")
 def games(tmp_path_factory):
     """A private RLA_CACHE holding one generated game per task type of valid_seen and valid_unseen."""
-    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
 
     root = tmp_path_factory.mktemp("rla-cache")
     patch = pytest.MonkeyPatch()

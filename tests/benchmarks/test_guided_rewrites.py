@@ -14,7 +14,7 @@ def simple(tmp_path_factory):
     """One generated pick_and_place_simple task, in a private cache."""
     patch = pytest.MonkeyPatch()
     patch.setenv("RLA_CACHE", str(tmp_path_factory.getbasetemp() / "rla-cache-guided"))
-    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
 
     yield generated_tasks("valid_unseen", n_per_type=1, seed=0, task_types=["pick_and_place_simple"], workers=1,
                           progress=False)[0]

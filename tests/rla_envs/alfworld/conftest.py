@@ -24,7 +24,7 @@ def alfworld_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def alfworld_tasks(alfworld_cache):
     """Six generated ``valid_unseen`` tasks, one per task type (in ``TASK_TYPES`` order), seed 0."""
-    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
 
     tasks = generated_tasks("valid_unseen", n_per_type=1, seed=0, workers=2, progress=False)
     assert [t.spec["task_type"] for t in tasks] == list(TASK_TYPES)

@@ -85,7 +85,8 @@ def test_the_walkthrough_wins_and_random_admissible_play_matches_stock(alfworld_
 
 @pytest.mark.slow
 def test_transcripts_are_identical_to_the_stock_engine_on_thirty_games(stock_env):
-    from rla_envs.alfworld.tasks import game_from_task, generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
+    from rla_envs.alfworld.tasks import game_from_task
 
     fast = AlfWorldEngine(textworld.EnvInfos(admissible_commands=True, won=True))
     for index, task in enumerate(generated_tasks("train", n_per_type=5, seed=0, progress=False)):

@@ -149,7 +149,7 @@ def test_bad_expert_requests_raise_clear_errors(alfworld_tasks):
 @pytest.mark.slow
 @pytest.mark.parametrize("split", ["train", "valid_seen", "valid_unseen"])
 def test_the_hand_coded_expert_wins_95_percent_of_every_task_type(split):
-    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
 
     tasks = generated_tasks(split, n_per_type=10, seed=0, progress=False)
     env = gym.make("rla/AlfWorld-v0", tasks=tasks, expert="handcoded", max_steps=100)

@@ -356,7 +356,7 @@ def test_validate_can_require_the_searching_expert(by_type):
 @pytest.mark.slow
 def test_most_tasks_have_a_valid_mutation_each_way(alfworld_cache):
     """Over 30 generated train tasks, each direction yields a validated mutation for >= 90% of them."""
-    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
 
     family = AlfWorldFamily(check_expert=True)
     tasks = generated_tasks("train", n_per_type=5, seed=0, workers=2, progress=False)

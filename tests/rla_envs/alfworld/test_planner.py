@@ -14,7 +14,7 @@ from rla_envs.core.labels import step_labels
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):
     """``{task_type: Task}``: one generated valid_unseen ALFWorld task per type, in a private cache."""
-    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
 
     patch = pytest.MonkeyPatch()
     patch.setenv("RLA_CACHE", str(tmp_path_factory.mktemp("rla_cache")))

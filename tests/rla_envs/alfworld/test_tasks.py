@@ -8,12 +8,12 @@ import pytest
 
 from rla_envs.core.errors import DataNotFound, InvalidTask
 from rla_envs.core.task import Task
-from rla_envs.alfworld import generate as generate_module
+from rla_envs.alfworld import generated as generated_module
 from rla_envs.alfworld.generate import UNSEEN_FLOOR_PLANS, generate_game, split_jobs
 from rla_envs.alfworld.scene import TASK_TYPES, render_problem
+from rla_envs.alfworld.generated import DEFAULT_N_PER_TYPE, generated_tasks
 from rla_envs.alfworld.tasks import (
-    DEFAULT_N_PER_TYPE, dataset_tasks, domain_and_grammar, game_from_scene, game_from_task, generated_tasks,
-    scene_from_task, task_from_game,
+    dataset_tasks, domain_and_grammar, game_from_scene, game_from_task, scene_from_task, task_from_game,
 )
 from rla_envs.alfworld.walkthrough import play_walkthrough
 
@@ -38,7 +38,7 @@ def test_a_second_call_reads_the_cache_without_generating(alfworld_tasks, monkey
     def fail(*args, **kwargs):
         raise AssertionError("generated again instead of reading the cache")
 
-    monkeypatch.setattr(generate_module, "generate_split", fail)
+    monkeypatch.setattr(generated_module, "generate_split", fail)
     again = generated_tasks("valid_unseen", n_per_type=1, seed=0, workers=2, progress=False)
     assert again == alfworld_tasks
     with pytest.raises(AssertionError, match="generated again"):
@@ -62,7 +62,7 @@ def test_generated_tasks_are_seeded(alfworld_tasks):
 
 
 def test_an_interrupted_generation_keeps_the_games_it_finished(alfworld_cache, monkeypatch):
-    real_generate_split = generate_module.generate_split
+    real_generate_split = generated_module.generate_split
     jobs = split_jobs("train", 1, seed=3)
 
     def killed_after_two_games(*args, **kwargs):
@@ -71,7 +71,7 @@ def test_an_interrupted_generation_keeps_the_games_it_finished(alfworld_cache, m
                 raise KeyboardInterrupt("killed")
             yield item
 
-    monkeypatch.setattr(generate_module, "generate_split", killed_after_two_games)
+    monkeypatch.setattr(generated_module, "generate_split", killed_after_two_games)
     with pytest.raises(KeyboardInterrupt):
         generated_tasks("train", n_per_type=1, seed=3, workers=1, progress=False)
     (folder,) = (alfworld_cache / "alfworld").rglob("*-train-n1-seed3")
@@ -97,12 +97,12 @@ def _record_generated_jobs(monkeypatch, real_generate_split) -> list:
             generated.append(job)
             yield job, game
 
-    monkeypatch.setattr(generate_module, "generate_split", recording)
+    monkeypatch.setattr(generated_module, "generate_split", recording)
     return generated
 
 
 def test_generating_some_task_types_makes_the_same_games_as_the_full_set(alfworld_tasks, alfworld_cache, monkeypatch):
-    generated = _record_generated_jobs(monkeypatch, generate_module.generate_split)
+    generated = _record_generated_jobs(monkeypatch, generated_module.generate_split)
     wanted = ["pick_cool_then_place_in_recep", "look_at_obj_in_light"]
     some = generated_tasks("valid_unseen", n_per_type=2, seed=5, task_types=wanted, workers=1, progress=False)
     assert sorted({job[1] for job in generated}) == sorted(wanted) and len(generated) == 4  # nothing else was made

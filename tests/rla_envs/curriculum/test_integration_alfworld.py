@@ -81,7 +81,7 @@ def tasks(tmp_path_factory):
     """Six generated ALFWorld tasks (one per type) in a cache shared by this session's curriculum tests."""
     patch = pytest.MonkeyPatch()
     patch.setenv("RLA_CACHE", str(tmp_path_factory.getbasetemp() / "rla-cache-curriculum"))
-    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
 
     yield {t.spec["task_type"]: t for t in generated_tasks("valid_unseen", n_per_type=1, seed=0, workers=2,
                                                             progress=False)}

@@ -19,7 +19,7 @@ from rla_train.rollout.episode import Episode
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
     """One generated valid_unseen pick-and-place ALFWorld task, in a private cache."""
-    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
 
     patch = pytest.MonkeyPatch()
     patch.setenv("RLA_CACHE", str(tmp_path_factory.mktemp("rla_cache")))

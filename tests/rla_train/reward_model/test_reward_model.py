@@ -228,7 +228,7 @@ def test_diagnoser_on_real_alfworld_runs(tmp_path, monkeypatch):
     pytest.importorskip("alfworld")
     import gymnasium as gym
 
-    from rla_envs.alfworld.tasks import generated_tasks
+    from rla_envs.alfworld.generated import generated_tasks
 
     monkeypatch.setenv("RLA_CACHE", str(tmp_path))
     [task] = [t for t in generated_tasks("valid_unseen", n_per_type=1, seed=0, workers=1, progress=False)
