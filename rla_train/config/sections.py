@@ -19,7 +19,7 @@ from rla_train.config.fields import (
     Section,
     setting,
 )
-from rla_train.rollout.envs import ENV_BACKENDS
+from rla_train.rollout.workers import ENV_BACKENDS
 
 
 @dataclass

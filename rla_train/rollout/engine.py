@@ -27,7 +27,8 @@ import numpy as np
 from rla_envs.core.closing import ClosesOnExit
 from rla_envs.core.task import Task
 from rla_train.backends.base import GenerationBackend, SamplingParams
-from rla_train.rollout.envs import EnvFailure, EnvSpec, make_env_slots
+from rla_train.rollout.envs import EnvFailure, EnvSpec
+from rla_train.rollout.workers import make_env_slots
 from rla_train.rollout.episode import Episode, StepRecord
 
 __all__ = ["RolloutEngine", "RolloutStats"]

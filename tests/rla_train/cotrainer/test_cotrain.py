@@ -48,7 +48,10 @@ def metrics(run_dir):
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("mode", list(MODES))
+# The full method runs in the default suite; the other modes (1-2.5 min each under load) are marked slow and .ci/run
+# runs them.
+@pytest.mark.parametrize("mode", [mode if mode == "policy+reward+env" else pytest.param(mode, marks=pytest.mark.slow)
+                                  for mode in MODES])
 def test_every_mode_trains_what_it_should(mode, alfworld_cache, tmp_path, capsys):
     from rla_train.cotrainer.loop import train
     from rla_train.run import where_the_run_is
@@ -124,6 +127,7 @@ WARM_START = ["env.options={task_types: [pick_and_place_simple]}", "env.train_op
               "train.eval_episodes=1", "train.probe_episodes=0"]
 
 
+@pytest.mark.slow  # two warm starts in subprocesses (~1.5 min under load); .ci/run runs it
 @pytest.mark.skipif(not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs taskset and two cores to pin one run to")
 def test_the_warm_start_gives_the_same_weights_on_one_core_as_on_two(alfworld_cache, tmp_path):
