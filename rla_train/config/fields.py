@@ -44,8 +44,11 @@ step votes alone, no outcome."""
 SAME_AS_POLICY = "same-as-policy"
 TINY = "tiny"
 BACKENDS = ("transformers", "vllm", "openai")
-TRAINABLE_BACKENDS = ("transformers",)
-"""The backends a trained policy can generate with (rollouts must come from the live weights)."""
+TRAINABLE_BACKENDS = ("transformers", "vllm")
+"""The backends a trained policy can generate with (rollouts must come from the live weights: vllm is TRL's engine,
+whose weights the policy's trainer syncs after every update)."""
+VLLM_MODES = ("colocate", "server")
+"""TRL's ``vllm_mode``: an engine in the training process, or a ``trl vllm-serve`` server."""
 
 
 def setting(default: Any, help: str, *, choices: Sequence[str] | None = None, alias: str | None = None,

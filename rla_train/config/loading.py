@@ -154,14 +154,14 @@ class TrainConfig:
         for key, backend in sorted(uses):
             if backend != "vllm":
                 continue
-            if importlib.util.find_spec("vllm") is None:
-                raise ConfigError(f"{key}=vllm but vllm is not installed; pip install \"rla[vllm]\" on a GPU machine, "
-                                  f"or use --set {key}=transformers")
             import torch
 
-            if not torch.cuda.is_available():
-                raise ConfigError(f"{key}=vllm needs a CUDA GPU and this machine has none; on CPU use --set "
-                                  f"{key}=transformers (with a small model, e.g. policy.model=tiny, or configs/cpu-tiny.yaml)")
+            missing = [what for what, absent in (("a CUDA GPU", not torch.cuda.is_available()),
+                                                 ("vllm", importlib.util.find_spec("vllm") is None)) if absent]
+            if missing:
+                raise ConfigError(f"{key}=vllm needs a CUDA GPU and pip install \"rla[vllm]\"; this machine lacks "
+                                  f"{' and '.join(missing)}. On CPU use --set {key}=transformers (with a small model, "
+                                  "e.g. policy.model=tiny, or configs/cpu-tiny.yaml)")
         self.check_models()
 
     def check_models(self) -> None:

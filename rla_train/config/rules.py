@@ -47,6 +47,10 @@ def check_sections(config: TrainConfig) -> None:
         raise ConfigError(f"train.mode={name} trains the reward model, which reward_model.backend={rm.backend} cannot "
                           "do in this version; use reward_model.backend=transformers, or train.mode=policy to keep "
                           "a frozen reward model on vllm/openai")
+    if mode.train_reward_model and rm.model == SAME_AS_POLICY and policy.backend == "vllm":
+        raise ConfigError(f"train.mode={name} trains a reward model that shares the policy's weights (reward_model.model="
+                          f"{SAME_AS_POLICY}), whose updates the policy's vLLM engine would not see; name a separate "
+                          "reward model, use train.mode=policy, or policy.backend=transformers")
     if rm.model == SAME_AS_POLICY and rm.backend != policy.backend:
         raise ConfigError(f"reward_model.model={SAME_AS_POLICY} shares the policy's backend, but reward_model.backend"
                           f"={rm.backend} and policy.backend={policy.backend}; set both to the same")

@@ -15,6 +15,7 @@ from rla_train.config.fields import (
     MODES,
     TINY,
     TRAINABLE_BACKENDS,
+    VLLM_MODES,
     ConfigError,
     Section,
     setting,
@@ -52,10 +53,16 @@ class PolicyConfig(Section):
 
     section: ClassVar[str] = "policy"
     model: str = setting(TINY, "model path or hub id; 'tiny' builds a tiny random-init Qwen2 locally (no download)")
-    backend: str = setting("transformers", "generation backend of the trained policy: transformers (CPU/GPU); rollouts come "
-                           "from the live weights, which a vLLM engine or a server does not yet follow", choices=TRAINABLE_BACKENDS,
-                           fix="syncing a vLLM engine or a server after every update is not wired yet (docs/scale-out.md); "
-                               "use policy.backend=transformers (CPU or GPU)")
+    backend: str = setting("transformers", "generation backend of the trained policy: transformers (CPU/GPU) or vllm (TRL's "
+                           "vLLM engine, weights synced after every update; a CUDA GPU and pip install \"rla[vllm]\")",
+                           choices=TRAINABLE_BACKENDS,
+                           fix="an OpenAI-compatible server does not follow the trained weights; use transformers or vllm")
+    vllm_mode: str = setting("colocate", "backend=vllm: colocate (a vLLM engine in the training process, sharing its GPU; "
+                             "TRL vllm_gpu_memory_utilization etc. through trl_args) or server (a `trl vllm-serve` server "
+                             "at vllm_server_host:vllm_server_port, weights sent over NCCL)", choices=VLLM_MODES)
+    vllm_server_host: str = setting("127.0.0.1", "backend=vllm, vllm_mode=server: host of the `trl vllm-serve` server")
+    vllm_server_port: int = setting(8000, "backend=vllm, vllm_mode=server: port of the `trl vllm-serve` server",
+                                    ge=1, le=65535)
     base_url: str | None = setting(None, "server URL for backend=openai, e.g. http://localhost:8000/v1")
     dtype: str | None = setting(None, "dtype the weights load in (bfloat16, float32; null = the checkpoint's)")
     action_mode: str = setting("choice", "how the policy acts: text (writes the command), index (answers its number "
@@ -106,6 +113,18 @@ class PolicyConfig(Section):
     def check(self) -> None:
         if not self.model:
             raise ConfigError("policy.model must be a model path, a hub id or 'tiny', got ''")
+        server = self._changed(("vllm_server_host", "vllm_server_port"))
+        if self.backend != "vllm" and (server or self._changed(("vllm_mode",))):
+            raise ConfigError(f"policy.vllm_* fields apply to policy.backend=vllm, but policy.backend={self.backend}; "
+                              "set policy.backend=vllm or remove them")
+        if self.backend == "vllm" and self.vllm_mode != "server" and server:
+            raise ConfigError(f"policy.{' and policy.'.join(server)} apply to policy.vllm_mode=server, got vllm_mode="
+                              f"{self.vllm_mode}; set policy.vllm_mode=server or remove them")
+
+    def _changed(self, names: tuple[str, ...]) -> list[str]:
+        """Those of the fields ``names`` whose value differs from the default."""
+        defaults = {spec.name: spec.default for spec in dataclasses.fields(self)}
+        return [name for name in names if getattr(self, name) != defaults[name]]
 
 
 @dataclass

@@ -42,7 +42,7 @@ from rla_train.reward_model import RewardModelDiagnoser
 from rla_train.reward_model.probe import build_probe, probe_reward_model
 from rla_train.rollout.engine import RolloutEngine
 
-__all__ = ["Components", "build_components", "load_model", "EngineMeasure", "grpo_args", "policy_sampling"]
+__all__ = ["Components", "build_components", "load_model", "EngineMeasure", "grpo_args", "vllm_args", "policy_sampling"]
 
 
 @dataclass
@@ -85,13 +85,22 @@ class EngineMeasure:
         return [float(e.won) for e in self.engine.run([task], group_size=n, desc="measure")]
 
 
+def vllm_args(policy) -> dict[str, Any]:
+    """The GRPOConfig fields that decide whether the policy's trainer builds TRL's vLLM engine, and how it reaches it."""
+    if policy.backend != "vllm":
+        return {"use_vllm": False}
+    return {"use_vllm": True, "vllm_mode": policy.vllm_mode, "vllm_server_host": policy.vllm_server_host,
+            "vllm_server_port": policy.vllm_server_port}
+
+
 def grpo_args(section, optimizer, out_dir: Path, *, seed: int, temperature: float, bf16: bool = False,
-              beta: float = 0.0, epsilon_high: float | None = None):
+              beta: float = 0.0, epsilon_high: float | None = None, generation: dict[str, Any] | None = None):
     """A ``trl.GRPOConfig`` for the policy or the reward model, every value that shapes its updates given explicitly.
 
     ``section`` is the model's config section (learning rate, batch, loss, and ``trl_args``: further GRPOConfig
     fields passed through), ``optimizer`` its :meth:`~rla_train.config.TrainConfig.optimizer_for`; ``beta`` and
-    ``epsilon_high`` are the policy's (the reward model has no KL term). ``num_generations`` only sizes TRL's
+    ``epsilon_high`` are the policy's (the reward model has no KL term), ``generation`` the policy's
+    :func:`vllm_args` (default: no vLLM). ``num_generations`` only sizes TRL's
     placeholder dataset: samples arrive scored. A ``trl_args`` key that the config names elsewhere, or that GRPOConfig
     does not have, is a :class:`~rla_train.config.ConfigError`.
     """
@@ -109,7 +118,8 @@ def grpo_args(section, optimizer, out_dir: Path, *, seed: int, temperature: floa
         activation_checkpointing=section.gradient_checkpointing,
         optim=optimizer.optim, lr_scheduler_type=optimizer.lr_scheduler_type, warmup_steps=optimizer.warmup_steps,
         weight_decay=optimizer.weight_decay, adam_beta1=optimizer.adam_beta1, adam_beta2=optimizer.adam_beta2,
-        adam_epsilon=optimizer.adam_epsilon, max_grad_norm=optimizer.max_grad_norm)
+        adam_epsilon=optimizer.adam_epsilon, max_grad_norm=optimizer.max_grad_norm,
+        **(generation or {"use_vllm": False}))
     where = f"{section.section}.trl_args"
     fields = {field.name for field in dataclass_fields(GRPOConfig)}
     for key in section.trl_args:
@@ -186,11 +196,25 @@ def _feeder(config: TrainConfig, tasks, engine, reward_model, rewriter):
                       rollouts=config.pool.measure_rollouts, max_slots=config.pool.max_rewrites_per_round)
 
 
+def _policy_trainer(config: TrainConfig, run_dir: Path, model, tokenizer) -> SampleTrainer:
+    """The policy's trainer (with ``policy.backend=vllm``, the owner of the vLLM engine that generates rollouts)."""
+    policy = config.policy
+    temperature = 1.0 if policy.action_mode == "choice" else policy.temperature
+    return SampleTrainer(model, tokenizer,
+                         grpo_args(policy, config.optimizer_for("policy"), run_dir / "trl-policy", seed=config.train.seed,
+                                   temperature=temperature, bf16=config.scale.bf16, beta=policy.beta,
+                                   epsilon_high=policy.epsilon_high, generation=vllm_args(policy)),
+                         total_steps=max(1, config.train.steps),
+                         choice_logprob=policy.action_mode == "choice" and policy.choice_logprob,
+                         mini_batches=policy.mini_batches, kl_reference=policy.kl_reference)
+
+
 def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = True) -> Components:
     """Every part of the run, freshly built (a resume then loads the saved states into them)."""
     seed = config.train.seed
     policy_model, policy_tokenizer = load_model(config.policy.model, seed=seed, dtype=policy_dtype(config))
-    policy_backend, eval_backend = policy_backends(config, policy_model, policy_tokenizer)
+    policy_trainer = _policy_trainer(config, run_dir, policy_model, policy_tokenizer)
+    policy_backend, eval_backend = policy_backends(config, policy_model, policy_tokenizer, policy_trainer)
     reward_model, rm_model, rm_tokenizer, rm_text = build_judge(config, policy_model, policy_tokenizer)
     agent = build_agent(config)
     engine = RolloutEngine(env_spec(config, config.env.train_options), agent, policy_backend,
@@ -208,14 +232,6 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
         probe_tasks = probe_engine.sample_tasks(config.train.probe_episodes, seed=seed + 1)
     rewriter = _rewriter(config, policy_backend, rm_text)
     feeder = _feeder(config, engine.env.tasks(), engine, reward_model, rewriter)
-    temperature = 1.0 if config.policy.action_mode == "choice" else config.policy.temperature
-    policy_trainer = SampleTrainer(policy_model, policy_tokenizer,
-                                   grpo_args(config.policy, config.optimizer_for("policy"), run_dir / "trl-policy",
-                                             seed=seed, temperature=temperature, bf16=config.scale.bf16,
-                                             beta=config.policy.beta, epsilon_high=config.policy.epsilon_high),
-                                   total_steps=max(1, config.train.steps),
-                                   choice_logprob=config.policy.action_mode == "choice" and config.policy.choice_logprob,
-                                   mini_batches=config.policy.mini_batches, kl_reference=config.policy.kl_reference)
     rm_trainer = None
     if MODES[config.train.mode].train_reward_model and rm_model is not None:
         rm_trainer = SampleTrainer(rm_model, rm_tokenizer,

@@ -319,12 +319,14 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
     try:
         if checkpoint is not None:
             step, history = _restore(checkpoint, parts)
+            parts.policy_trainer.sync_generation_weights()  # a vLLM engine still holds the initial weights
         else:
             step, history = 0, {}
             if config.train.warm_start_sft_steps:
                 _phase(progress, f"evaluating the initial model: {len(parts.eval_tasks)} held-out episodes")
                 history["initial"] = evaluate(parts.eval_engine, parts.eval_tasks, desc="held-out initial")
                 history["warm_start"] = _warm_start(config, parts, run_dir, progress)
+                parts.policy_trainer.sync_generation_weights()
             if config.reward_model.warm_start_steps and parts.rm_model is not None:
                 if parts.rm_probe is not None:
                     history["rm_probe_initial"] = parts.rm_probe(parts.reward_model)

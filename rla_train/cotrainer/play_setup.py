@@ -6,7 +6,7 @@ evaluating a run directory plays its held-out episodes exactly as the run did::
 
     config = TrainConfig.load(run_dir / "config.yaml")
     agent = build_agent(config)
-    train_backend, eval_backend = policy_backends(config, model, tokenizer)
+    train_backend, eval_backend = policy_backends(config, model, tokenizer, policy_trainer)
     plan = heldout_plan(config)                   # env spec, episodes, seeds, sampling, num_envs of its evaluation
     with heldout_engine(plan, agent, eval_backend) as engine:
         episodes = play_heldout(engine, heldout_tasks(engine, plan))
@@ -28,6 +28,7 @@ from rla_train.backends.base import SamplingParams
 from rla_train.backends.choice import ChoiceBackend
 from rla_train.backends.hf import TransformersBackend
 from rla_train.backends.tiny import tiny_model_path
+from rla_train.backends.trl_vllm import TRLVLLMBackend
 from rla_train.config import MODES, TrainConfig
 from rla_train.reward_model import NoisyOracleJudge, RewardModel
 from rla_train.reward_model.verdicts import VerdictChoiceBackend
@@ -108,9 +109,13 @@ def policy_backend(base, action_mode: str):
     return ChoiceBackend(base)
 
 
-def policy_backends(config: TrainConfig, model, tokenizer):
-    """(training backend, evaluation backend) over ``model`` (see :func:`policy_backend`)."""
-    base = TransformersBackend(model, tokenizer)
+def policy_backends(config: TrainConfig, model, tokenizer, trainer):
+    """(training backend, evaluation backend) over ``model`` (see :func:`policy_backend`).
+
+    With ``policy.backend=vllm`` both generate with the vLLM engine of the policy's ``trainer`` (a
+    :class:`~rla_train.cotrainer.policy_update.SampleTrainer` built with ``use_vllm``), which its updates keep in sync.
+    """
+    base = TRLVLLMBackend(trainer) if config.policy.backend == "vllm" else TransformersBackend(model, tokenizer)
     return policy_backend(base, config.policy.action_mode), policy_backend(base, config.policy.action_mode)
 
 

@@ -21,6 +21,14 @@ optimizer step per mini-batch: ``mini_batches`` slices of the samples, each its 
 RLAnything release takes 4 per training step), repeated ``num_iterations`` times. With more than one
 optimizer step per update the clipped ratio is taken against the log-probabilities from before the first.
 
+Generation with vLLM (``args.use_vllm``): TRL's ``GRPOTrainer.__init__`` builds ``self.vllm_generation`` (a
+``trl.generation.vllm_generation.VLLMGeneration``, colocated or a ``trl vllm-serve`` server, which
+:class:`~rla_train.backends.trl_vllm.TRLVLLMBackend` generates with); :meth:`SampleTrainer.update` pushes the
+new weights into it after its optimizer steps (:meth:`SampleTrainer.sync_generation_weights`). With
+``vllm_importance_sampling_correction`` (TRL's default) each sample's loss is weighted by the ratio between the
+trainer's pre-update log-probabilities and the sampler's (``Sample.logprobs``), truncated or masked as
+``vllm_importance_sampling_mode`` says (:func:`rla_train.signals.sampling_correction.sampling_ratios`).
+
 KL penalty (``beta > 0``), measured with TRL's k3 estimator against ``kl_reference``: ``"initial"`` (TRL's
 reference model, a frozen copy of the model as it was built) or ``"pre_update"`` (the policy before this
 update's first optimizer step, as the release does; no reference copy is kept).
@@ -52,6 +60,7 @@ from trl import GRPOTrainer
 from rla_train.backends.choice import ChoiceBackend
 from rla_train.backends.hf import TransformersBackend
 from rla_train.signals.samples import Sample
+from rla_train.signals.sampling_correction import sampling_ratios
 
 __all__ = ["SampleTrainer", "pad_samples", "unused_reward", "TRL_LOSS_INPUTS", "TRL_METHODS", "TRL_ATTRIBUTES"]
 
@@ -63,8 +72,14 @@ TRL_METHODS = ("compute_loss", "_compute_loss", "_get_per_token_logps_and_entrop
                "compute_loss_context_manager", "create_optimizer_and_scheduler")
 """``GRPOTrainer`` methods :class:`SampleTrainer` calls or overrides (the private ones may change with TRL)."""
 
-TRL_ATTRIBUTES = ("beta", "ref_model", "num_iterations", "_metrics")
-"""Attributes ``GRPOTrainer.__init__`` sets that :class:`SampleTrainer` reads."""
+TRL_ATTRIBUTES = ("beta", "ref_model", "num_iterations", "_metrics", "use_vllm", "vllm_importance_sampling_correction",
+                  "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_min",
+                  "vllm_importance_sampling_clip_max")
+"""Attributes ``GRPOTrainer.__init__`` sets that :class:`SampleTrainer` reads (and ``vllm_generation`` with
+``use_vllm``)."""
+
+NOT_LOSS_INPUTS = ("choice_rows", "sampler_logprobs")
+"""Batch keys kept for SampleTrainer's own use and left out of what TRL's loss receives."""
 
 
 def unused_reward(prompts, completions, **kwargs) -> list[float]:
@@ -122,6 +137,9 @@ class SampleTrainer(GRPOTrainer):
                              "(micro-batches of per_device_train_batch_size); leave gradient_accumulation_steps and "
                              f"steps_per_generation at 1, got {args.gradient_accumulation_steps} and "
                              f"{args.steps_per_generation}")
+        if args.use_vllm and choice_logprob:
+            raise ValueError("choice_logprob=True scores candidates with the trained model itself; it does not "
+                             "combine with use_vllm (vLLM generates free text)")
         placeholder = Dataset.from_dict({"prompt": ["unused"] * max(2, args.num_generations)})
         super().__init__(model=model, reward_funcs=[unused_reward], args=args, train_dataset=placeholder,
                          processing_class=tokenizer)
@@ -156,18 +174,34 @@ class SampleTrainer(GRPOTrainer):
         bounds = [round(k * len(kept) / parts) for k in range(parts + 1)]
         steps = [self._micro_batches(kept[a:b]) for a, b in zip(bounds, bounds[1:])]
         self.model.train()
-        if self.num_iterations * parts > 1 or (self.beta and self.kl_reference == "pre_update"):
+        if (self.num_iterations * parts > 1 or (self.beta and self.kl_reference == "pre_update")
+                or self.corrects_sampling):
             self._store_old_logps([batch for batches in steps for batch in batches])
         if self.beta and self.kl_reference == "initial":
             self._store_ref_logps([batch for batches in steps for batch in batches])
         for _ in range(self.num_iterations):
             for batches in steps:
                 step = self._optimizer_step(batches)
+        self.sync_generation_weights()
         trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
         self._metrics["train"].clear()
         return {**metrics, **step, "optimizer_steps": float(self.num_iterations * parts),
                 "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
                 **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
+
+    @property
+    def corrects_sampling(self) -> bool:
+        """Whether the loss is weighted by the trainer-to-sampler importance ratio (vLLM generates, TRL's correction on)."""
+        return bool(self.use_vllm and self.vllm_importance_sampling_correction)
+
+    def sync_generation_weights(self) -> None:
+        """Push the current weights into the vLLM engine that generates (nothing to do without vLLM).
+
+        :meth:`update` calls it after its optimizer steps; call it after changing the weights any other way
+        (loading a checkpoint, a supervised warm start).
+        """
+        if self.use_vllm:
+            self.vllm_generation.sync_weights()
 
     def _micro_batches(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
         """The micro-batches of one optimizer step, their token counts normalised over the whole step."""
@@ -179,6 +213,9 @@ class SampleTrainer(GRPOTrainer):
         else:
             batches = [pad_samples(samples[i:i + micro], pad, device=self.accelerator.device)
                        for i in range(0, len(samples), micro)]
+        if self.corrects_sampling:
+            for batch, start in zip(batches, range(0, len(samples), micro)):
+                batch["sampler_logprobs"] = [s.logprobs for s in samples[start:start + micro]]
         # Token-normalised losses (dapo, ...) divide by num_items_in_batch x accumulation steps (TRL's
         # generation-batch convention): give each micro-batch total tokens / micro-batches, so that the
         # accumulated loss is normalised by the step's total token count exactly.
@@ -204,6 +241,25 @@ class SampleTrainer(GRPOTrainer):
             batch["old_per_token_logps"] = self._logps(self.model, batch)
             if self.beta and self.kl_reference == "pre_update":
                 batch["ref_per_token_logps"] = batch["old_per_token_logps"]
+            if self.corrects_sampling:
+                batch["importance_sampling_ratio"] = self._sampling_ratios(batch)
+
+    def _sampling_ratios(self, batch) -> torch.Tensor:
+        """TRL's trainer-to-sampler importance ratios of a batch: (rows, tokens), or (rows, 1) per sequence.
+
+        A sample without the sampler's log-probabilities gets ratio 1 (no correction).
+        """
+        old, mask = batch["old_per_token_logps"].tolist(), batch["completion_mask"].tolist()
+        rows = []
+        for trainer_row, mask_row, sampled in zip(old, mask, batch["sampler_logprobs"]):
+            length = int(sum(mask_row))
+            sampled = list(sampled) if sampled else [float("nan")] * length
+            rows.append(sampling_ratios(trainer_row[:length], sampled[:length], mode=self.vllm_importance_sampling_mode,
+                                        clip_min=self.vllm_importance_sampling_clip_min,
+                                        clip_max=self.vllm_importance_sampling_clip_max))
+        width = max(len(row) for row in rows)
+        padded = [row + [1.0] * (width - len(row)) for row in rows]  # padding tokens are masked out of the loss
+        return torch.tensor(padded, dtype=batch["old_per_token_logps"].dtype, device=batch["old_per_token_logps"].device)
 
     def _store_ref_logps(self, batches) -> None:
         """The reference model's log-probabilities (kl_reference="initial"; TRL's frozen copy)."""
@@ -260,7 +316,7 @@ class SampleTrainer(GRPOTrainer):
             self._choice_rows = batch.get("choice_rows")
             try:
                 with self.compute_loss_context_manager():
-                    loss = self.compute_loss(self.model, {k: v for k, v in batch.items() if k != "choice_rows"})
+                    loss = self.compute_loss(self.model, {k: v for k, v in batch.items() if k not in NOT_LOSS_INPUTS})
             finally:
                 self._choice_rows = None
             self.accelerator.backward(loss)

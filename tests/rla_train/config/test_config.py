@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 
 import pytest
 import yaml
@@ -61,6 +62,22 @@ def test_vllm_without_gpu_fails_at_start_with_the_cpu_fix():
                          "reward_model.warm_start_steps=0"]
     with pytest.raises(ConfigError, match="reward_model.backend=transformers"):
         load_config(None, frozen_vllm_judge)
+
+
+VLLM_POLICY = ["policy.backend=vllm", "policy.action_mode=text", "policy.show_admissible=last", "reward_model.kind=noisy_oracle",
+               "reward_model.model=null"]
+
+
+def test_a_vllm_policy_is_legal_and_fails_on_a_machine_without_cuda_before_any_model_loads():
+    config = load_config(None, [*VLLM_POLICY, "policy.vllm_mode=server", "policy.vllm_server_port=8001"],
+                         check_hardware=False)
+    assert (config.policy.backend, config.policy.vllm_mode, config.policy.vllm_server_port) == ("vllm", "server", 8001)
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available() and importlib.util.find_spec("vllm") is not None:
+        pytest.skip("this machine has a GPU and vllm")
+    with pytest.raises(ConfigError, match=r'policy.backend=vllm needs a CUDA GPU and pip install "rla\[vllm\]"; '
+                                          r"this machine lacks .*--set policy.backend=transformers"):
+        load_config(None, VLLM_POLICY)
 
 
 def test_yaml_round_trip(tmp_path):
@@ -144,8 +161,15 @@ def test_wrong_types_fail_with_field_type_and_value(override, match):
     (["policy.learning_rate=0"], r"policy.learning_rate must be > 0"),
     (["policy.temperature=0"], r"GRPO advantages are all zero"),
     (["reward_model.model=null"], r"needs a reward model.*outcome_only"),
-    (["policy.backend=openai", "policy.action_mode=text"], r"policy.backend must be one of \['transformers'\]"),
-    (["policy.backend=vllm"], r"policy.backend must be one of .*got 'vllm'; syncing a vLLM engine.*docs/scale-out.md"),
+    (["policy.backend=openai", "policy.action_mode=text"],
+     r"policy.backend must be one of \['transformers', 'vllm'\].*does not follow the trained weights"),
+    (["policy.backend=vllm"], r"policy.action_mode=choice scores candidates with the transformers backend"),
+    (["policy.vllm_mode=server"], r"policy.vllm_\* fields apply to policy.backend=vllm, but policy.backend=transformers"),
+    (["policy.backend=vllm", "policy.action_mode=text", "policy.vllm_server_port=8001"],
+     r"policy.vllm_server_port apply to policy.vllm_mode=server, got vllm_mode=colocate"),
+    (["policy.backend=vllm", "policy.action_mode=text", "policy.vllm_mode=remote"], r"policy.vllm_mode must be one of"),
+    (["policy.backend=vllm", "policy.action_mode=text", "reward_model.model=same-as-policy",
+      "reward_model.backend=vllm"], r"shares the policy's weights .*would not see"),
     (["policy.optimizer={lr_scheduler: linear}"], r"policy.optimizer.lr_scheduler is not an optimizer field.*"
                                                    r"Did you mean 'lr_scheduler_type'"),
     (["reward_model.optimizer.learning_rate=1e-5"], r"not an optimizer field.*reward_model.learning_rate"),
