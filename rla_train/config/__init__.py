@@ -17,30 +17,10 @@ offer (a GPU for vLLM, the files named).
 """
 
 from rla_train.config.fields import CONFIG_FILENAME, MODES, ConfigError, Mode
-from rla_train.config.loading import (
-                                      TrainConfig,
-                                      apply_overrides,
-                                      build_arg_parser,
-                                      fields_help,
-                                      load_config,
-                                      parse_args,
-                                      parse_command_line,
-                                      parse_options,
-                                      parse_value,
-)
-from rla_train.config.sections import (
-                                      RETIRED_KEYS,
-                                      SECTIONS,
-                                      EnvConfig,
-                                      OptimizerConfig,
-                                      OutputConfig,
-                                      PolicyConfig,
-                                      PoolSettings,
-                                      RewardModelConfig,
-                                      RolloutConfig,
-                                      RunConfig,
-                                      ScaleConfig,
-)
+from rla_train.config.loading import (TrainConfig, apply_overrides, build_arg_parser, fields_help, load_config,
+                                      parse_args, parse_command_line, parse_options, parse_value)
+from rla_train.config.sections import (RETIRED_KEYS, SECTIONS, EnvConfig, OptimizerConfig, OutputConfig, PolicyConfig,
+                                       PoolSettings, RewardModelConfig, RolloutConfig, RunConfig, ScaleConfig)
 
 __all__ = ["ConfigError", "Mode", "MODES", "SECTIONS", "CONFIG_FILENAME", "EnvConfig", "PolicyConfig", "RewardModelConfig",
            "OptimizerConfig", "RETIRED_KEYS",

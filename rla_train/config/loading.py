@@ -15,28 +15,10 @@ from typing import Any
 from rla_envs.core.errors import did_you_mean
 from rla_envs.core.registry import FamilySpec, families, family_spec
 from rla_train.agents import agent_kind
-from rla_train.config.fields import (
-    CONFIG_FILENAME,
-    MODES,
-    SAME_AS_POLICY,
-    ConfigError,
-    Mode,
-    type_name,
-)
+from rla_train.config.fields import CONFIG_FILENAME, MODES, SAME_AS_POLICY, ConfigError, Mode, type_name
 from rla_train.config.rules import check_sections
-from rla_train.config.sections import (
-    RETIRED_KEYS,
-    SECTIONS,
-    EnvConfig,
-    OptimizerConfig,
-    OutputConfig,
-    PolicyConfig,
-    PoolSettings,
-    RewardModelConfig,
-    RolloutConfig,
-    RunConfig,
-    ScaleConfig,
-)
+from rla_train.config.sections import (RETIRED_KEYS, SECTIONS, EnvConfig, OptimizerConfig, OutputConfig, PolicyConfig,
+                                       PoolSettings, RewardModelConfig, RolloutConfig, RunConfig, ScaleConfig)
 
 
 def _paths() -> list[str]:

@@ -10,16 +10,7 @@ from typing import Any, ClassVar
 from rla_envs.core.errors import did_you_mean
 from rla_envs.curriculum.pool_config import REWRITE_RULES, PoolConfig
 from rla_envs.curriculum.sampling import STRATEGIES
-from rla_train.config.fields import (
-    BACKENDS,
-    MODES,
-    TINY,
-    TRAINABLE_BACKENDS,
-    VLLM_MODES,
-    ConfigError,
-    Section,
-    setting,
-)
+from rla_train.config.fields import BACKENDS, MODES, TINY, TRAINABLE_BACKENDS, VLLM_MODES, ConfigError, Section, setting
 from rla_train.rollout.workers import ENV_BACKENDS
 
 

@@ -23,20 +23,9 @@ from rla_train.backends import make_backend
 from rla_train.backends.base import SamplingParams
 from rla_train.backends.hf import TransformersBackend
 from rla_train.config import MODES, ConfigError, TrainConfig
-from rla_train.cotrainer.play_setup import (
-    PROBE_SEED_OFFSET,
-    build_agent,
-    build_judge,
-    env_spec,
-    env_workers,
-    heldout_engine,
-    heldout_plan,
-    heldout_tasks,
-    load_model,
-    policy_backends,
-    policy_dtype,
-    policy_sampling,
-)
+from rla_train.cotrainer.play_setup import (PROBE_SEED_OFFSET, build_agent, build_judge, env_spec, env_workers,
+                                            heldout_engine, heldout_plan, heldout_tasks, load_model, policy_backends,
+                                            policy_dtype, policy_sampling)
 from rla_train.cotrainer.policy_update import SampleTrainer
 from rla_train.reward_model import RewardModelDiagnoser
 from rla_train.reward_model.probe import build_probe, probe_reward_model

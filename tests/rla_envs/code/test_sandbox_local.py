@@ -9,14 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rla_envs.code.sandbox import (
-    Call,
-    CallResult,
-    ConfinementUnavailable,
-    Limits,
-    Sandbox,
-    make_sandbox,
-)
+from rla_envs.code.sandbox import Call, CallResult, ConfinementUnavailable, Limits, Sandbox, make_sandbox
 from rla_envs.code.sandbox.base import UnsupportedValue, decode_value, encode_value
 from tests.paths import REPO_ROOT
 

@@ -5,13 +5,8 @@ from math import comb
 import numpy as np
 import pytest
 
-from rla_envs.curriculum.acceptance import (
-    accept_rewrite,
-    acceptance_probability,
-    rewrite_direction,
-    rlanything_accepts,
-    rlanything_direction,
-)
+from rla_envs.curriculum.acceptance import (accept_rewrite, acceptance_probability, rewrite_direction,
+                                            rlanything_accepts, rlanything_direction)
 
 
 @pytest.mark.parametrize("success_rate, expected", [

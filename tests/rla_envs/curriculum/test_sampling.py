@@ -3,15 +3,8 @@
 import numpy as np
 import pytest
 
-from rla_envs.curriculum.sampling import (
-    cap_root_share,
-    learnability_weights,
-    mix,
-    rank_weights,
-    rlanything_weights,
-    staleness_weights,
-    uniform_weights,
-)
+from rla_envs.curriculum.sampling import (cap_root_share, learnability_weights, mix, rank_weights, rlanything_weights,
+                                          staleness_weights, uniform_weights)
 
 
 def test_uniform_and_rlanything_weights():

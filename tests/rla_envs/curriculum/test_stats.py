@@ -4,16 +4,8 @@ import random
 
 import pytest
 
-from rla_envs.curriculum.stats import (
-    TaskStats,
-    beta_cdf,
-    beta_mean,
-    decayed_update,
-    expected_learnability,
-    observe,
-    observe_group,
-    prob_greater,
-)
+from rla_envs.curriculum.stats import (TaskStats, beta_cdf, beta_mean, decayed_update, expected_learnability, observe,
+                                       observe_group, prob_greater)
 
 
 def test_decayed_update_scales_old_evidence_above_the_prior():

@@ -7,13 +7,8 @@ import pickle
 
 import pytest
 
-from rla_train.adapters.trl_env import (
-    EPISODE_OVER,
-    CodeEnvironment,
-    TextGameEnvironment,
-    environment_factory,
-    task_dataset,
-)
+from rla_train.adapters.trl_env import (EPISODE_OVER, CodeEnvironment, TextGameEnvironment, environment_factory,
+                                        task_dataset)
 
 CODE_TASK = "bundled:sum_to_n"
 RIGHT = "n = int(input())\nprint(n * (n + 1) // 2)\n"

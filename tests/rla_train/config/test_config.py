@@ -8,16 +8,8 @@ import importlib.util
 import pytest
 import yaml
 
-from rla_train.config import (
-    CONFIG_FILENAME,
-    MODES,
-    SECTIONS,
-    ConfigError,
-    TrainConfig,
-    build_arg_parser,
-    load_config,
-    parse_args,
-)
+from rla_train.config import (CONFIG_FILENAME, MODES, SECTIONS, ConfigError, TrainConfig, build_arg_parser, load_config,
+                              parse_args)
 from tests.paths import REPO_ROOT
 
 CONFIGS = REPO_ROOT / "configs"
