@@ -1,0 +1,37 @@
+"""OSWorld's result/expected getters: what a metric compares, read from the session or the file cache.
+
+Each getter takes the evaluation context and the getter's config dict from the task (``{"type": ..., ...}``)
+and returns what OSWorld's getter of the same name returns: a local file path (or None when the session has
+no such file), a list of them (``"multi": true`` with ``"gives"``), a command's output, a rule dict, or the
+accessibility tree text. One module per app (or group), each with its own ``GETTERS`` table:
+
+    general  vm_file, cloud_file, vm_command_line, vm_command_error, rule, rule_relativeTime (see
+             :mod:`..relative_time`), accessibility_tree, cache_file (a file a postconfig step wrote with ``stdout``)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rla_envs.desktop.osworld.errors import EvaluationError
+from rla_envs.desktop.osworld.getters import general
+from rla_envs.desktop.osworld.getters.context import EvalContext, Getter, dest_problem, file_entries
+
+__all__ = ["GETTERS", "EvalContext", "run_getter", "file_entries", "dest_problem"]
+
+GETTERS: dict[str, Getter] = {
+    **general.GETTERS,
+}
+"""The getters this env supports, by OSWorld ``type``."""
+
+
+def run_getter(ctx: EvalContext, config: Mapping[str, Any] | None) -> Any:
+    """The value of one getter config (None for an empty one, as OSWorld passes for missing entries)."""
+    if not config:
+        return None
+    kind = config.get("type")
+    getter = GETTERS.get(kind)  # type: ignore[arg-type]
+    if getter is None:
+        raise EvaluationError(f"getter {kind!r} is not supported (supported: {sorted(GETTERS)})")
+    return getter(ctx, config)
