@@ -25,7 +25,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from controller import a11y, windows
 from controller.action_runner import ActionRunner
 from controller.home import HomeTemplate
-from controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSIONS, WRITER_EXTENSIONS, opener_for
+from controller.openers import describe_openers, opener_for
 from controller.processes import CommandError, ProcessTracker, normalise_command
 from controller.screen import Screen
 
@@ -237,9 +237,8 @@ def create_app(state: State) -> FastAPI:
         if path.exists():
             command = opener_for(path)
             if command is None:
-                return PlainTextResponse(f"No app of this session opens {raw}: known extensions are text files "
-                                         f"(mousepad), {sorted(CALC_EXTENSIONS)} (Calc), {sorted(WRITER_EXTENSIONS)} "
-                                         f"(Writer), {sorted(IMPRESS_EXTENSIONS)} (Impress)", status_code=400)
+                return PlainTextResponse(f"No installed app of this session opens {raw}; the apps and their "
+                                         f"extensions: {describe_openers()}", status_code=400)
             names = [data["window_name"]] if data.get("window_name") else [path.name, path.stem]
         else:
             import shutil

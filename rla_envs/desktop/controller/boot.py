@@ -115,6 +115,9 @@ def base_env(width: int, height: int) -> dict[str, str]:
         "GDK_BACKEND": "x11",
         "LIBGL_ALWAYS_SOFTWARE": "1",
         "RLA_SCREEN_SIZE": f"{width}x{height}",
+        # Thunderbird (and Firefox) open the profile profiles.ini marks Default=1 -- the seeded one, or the one
+        # an OSWorld task unpacks -- instead of making a fresh profile for their install
+        "MOZ_LEGACY_PROFILES": "1",
     })
     env.pop("WAYLAND_DISPLAY", None)
     env.pop("DBUS_SESSION_BUS_ADDRESS", None)

@@ -1,7 +1,13 @@
-"""The user's home template: seeded settings (LibreOffice without first-run dialogs), snapshot and restore."""
+"""The user's home template: seeded settings (apps start without first-run dialogs), snapshot and restore.
+
+The seeded settings follow OSWorld's VM where its tasks rely on them: VLC's HTTP interface on port 8080 with
+the password ``password`` (its ``vlc_playing_info`` getter reads ``/requests/status.xml``), and a Thunderbird
+profile at OSWorld's path ``~/.thunderbird/t5q2a5hp.default-release`` (its getters read ``prefs.js`` there).
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -49,6 +55,65 @@ def _libreoffice_xcu(version: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+VLC_RC = """\
+# rla: VLC as OSWorld's VM configures it: the HTTP interface (port 8080, password 'password'), no privacy
+# question at first start, no network look-ups for metadata or updates.
+[core]
+extraintf=http
+metadata-network-access=0
+[lua]
+http-password=password
+[qt]
+qt-privacy-ask=0
+qt-updates-notif=0
+"""
+"""``~/.config/vlc/vlcrc``: VLC keeps the options it does not know from a partial file and fills in the rest."""
+
+THUNDERBIRD_PROFILE = "t5q2a5hp.default-release"
+"""The profile directory under ``~/.thunderbird`` (OSWorld's; its task tarballs replace it)."""
+THUNDERBIRD_PROFILES_INI = f"""\
+[Profile0]
+Name=default-release
+IsRelative=1
+Path={THUNDERBIRD_PROFILE}
+Default=1
+
+[General]
+StartWithLastProfile=1
+Version=2
+"""
+# No account wizard, default-client question, start page, telemetry notice or update check; a profile with
+# no account opens on an empty main window.
+_THUNDERBIRD_PREFS = {
+    "mail.provider.suppress_dialog_on_startup": True,
+    "mail.accounthub.enabled": False,
+    "mail.shell.checkDefaultClient": False,
+    "mail.spotlight.firstRunDone": True,
+    "mail.winsearch.firstRunDone": True,
+    "mail.rights.version": 1,
+    "mailnews.start_page.enabled": False,
+    "app.update.enabled": False,
+    "app.update.auto": False,
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "datareporting.policy.dataSubmissionPolicyBypassNotification": True,
+    "toolkit.telemetry.reportingpolicy.firstRun": False,
+    "browser.aboutConfig.showWarning": False,
+    "browser.shell.checkDefaultBrowser": False,
+}
+
+
+def _user_prefs(prefs: dict[str, bool | int | str]) -> str:
+    """Mozilla ``user.js`` text setting ``prefs``."""
+    return "".join(f"user_pref({json.dumps(name)}, {json.dumps(value)});\n" for name, value in prefs.items())
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` unless it exists (a file already there is kept)."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
 def _libreoffice_version() -> str:
     """The installed LibreOffice's ``major.minor`` (``7.4``) from dpkg; ``7.4`` (Debian 12's) when unknown."""
     import re
@@ -69,8 +134,10 @@ def seed_home(home: Path) -> None:
         (home / name).mkdir(parents=True, exist_ok=True)
     xcu = home / ".config/libreoffice/4/user/registrymodifications.xcu"
     if not xcu.exists():
-        xcu.parent.mkdir(parents=True, exist_ok=True)
-        xcu.write_text(_libreoffice_xcu(_libreoffice_version()))
+        _write_new(xcu, _libreoffice_xcu(_libreoffice_version()))
+    _write_new(home / ".config/vlc/vlcrc", VLC_RC)
+    _write_new(home / ".thunderbird/profiles.ini", THUNDERBIRD_PROFILES_INI)
+    _write_new(home / ".thunderbird" / THUNDERBIRD_PROFILE / "user.js", _user_prefs(_THUNDERBIRD_PREFS))
 
 
 def _copy_tree(source: Path, target: Path) -> None:

@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from rla_envs.core.task import Task
-from rla_envs.desktop.controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSIONS, TEXT_EXTENSIONS, WRITER_EXTENSIONS
+from rla_envs.desktop.controller.openers import OPENERS as APP_OPENERS
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.getters import GETTERS, dest_problem
 from rla_envs.desktop.osworld.metrics import is_supported
@@ -36,15 +36,11 @@ __all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "defaul
 
 HasApp = Callable[[str], bool]
 
-OPENERS: dict[str, tuple[str, frozenset[str]]] = {
-    "localc": ("LibreOffice Calc", CALC_EXTENSIONS),
-    "lowriter": ("LibreOffice Writer", WRITER_EXTENSIONS),
-    "loimpress": ("LibreOffice Impress", IMPRESS_EXTENSIONS),
-    "mousepad": ("Mousepad", TEXT_EXTENSIONS),
-}
+OPENERS: dict[str, tuple[str, frozenset[str]]] = {opener.program: (opener.app, opener.extensions)
+                                                 for opener in APP_OPENERS}
 """The program whose presence says an ``open`` step's file has its app (Debian's ``localc``/``lowriter``/
-``loimpress`` come with ``libreoffice-calc``/``-writer``/``-impress``), and the extensions it opens: the
-controller's own table (``controller/openers.py``), so the two never disagree."""
+``loimpress`` come with ``libreoffice-calc``/``-writer``/``-impress``), and the extensions it opens: built
+from the controller's own table (``controller/openers.py``), so the two never disagree."""
 
 _SHELL_WORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
                 "function", "[", "[[", "test", "echo", "cd", "export", "source", ".", "set", "unset", "true",
