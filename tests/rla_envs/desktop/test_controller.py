@@ -111,9 +111,9 @@ def test_open_file_of_a_missing_path_is_refused(desktop_client):
 
     with pytest.raises(ControllerError, match="404"):
         desktop_client.open_file("/home/user/no-such-file.txt")
-    desktop_client.upload("/home/user/picture.png", b"\x89PNG not really")
-    with pytest.raises(ControllerError, match="400.*No app of this session opens"):
-        desktop_client.open_file("/home/user/picture.png")
+    desktop_client.upload("/home/user/archive.xyz", b"no app opens this")
+    with pytest.raises(ControllerError, match="400.*No installed app of this session opens"):
+        desktop_client.open_file("/home/user/archive.xyz")
 
 
 def test_pyautogui_errors_are_replies_not_exceptions(desktop_client):
