@@ -18,124 +18,32 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rla_envs.desktop.osworld.cache import BUNDLED_SCHEME
-from rla_envs.desktop.tasks import EXAMPLES_DIR, FILES_DIR
+from rla_envs.desktop.tasks import EXAMPLES_DIR, FILES_DIR, app_tasks
+from rla_envs.desktop.tasks.steps import (HOME, NAME_BOX, SAVE_OFFICE_CODE, bundled, command_eval, download_step,
+                                          launch_steps, make_task, mkdir_step, office_postconfig, open_office_steps,
+                                          open_step, text_eval, type_code, xterm_steps)
 
-__all__ = ["TASKS", "build", "SAVE_OFFICE_CODE"]
-
-HOME = "/home/user"
-
-# Saving an Office-format file in LibreOffice asks "Keep current format?" ("Confirm File Format" dialog) unless
-# the profile turns the question off; Enter keeps the format. Used by the solutions and the postconfig.
-SAVE_OFFICE_CODE = (
-    "import subprocess\n"
-    "pyautogui.hotkey('ctrl', 's')\n"
-    "time.sleep(1.5)\n"
-    "found = subprocess.run(['xdotool', 'search', '--name', 'Confirm File Format'], capture_output=True)\n"
-    "if found.stdout.strip():\n"
-    "    pyautogui.press('enter')\n"
-    "    time.sleep(1.0)\n"
-)
-_SAVE_OFFICE_COMMAND = ["python", "-c", "import pyautogui, time\n" + SAVE_OFFICE_CODE]
-NAME_BOX = "pyautogui.hotkey('ctrl', 'shift', 'f5')\ntime.sleep(0.3)\n"
-
-
-def _bundled(task_id: str, name: str) -> str:
-    return f"{BUNDLED_SCHEME}{task_id}/{name}"
-
-
-def _download(task_id: str, name: str, path: str) -> dict[str, Any]:
-    return {"type": "download", "parameters": {"files": [{"url": _bundled(task_id, name), "path": path}]}}
-
-
-def _launch(command: list[str], title: str, seconds: float = 2.0) -> list[dict[str, Any]]:
-    return [{"type": "launch", "parameters": {"command": command}},
-            {"type": "sleep", "parameters": {"seconds": seconds}},
-            {"type": "activate_window", "parameters": {"window_name": title}}]
-
-
-def _open(path: str) -> dict[str, Any]:
-    """OSWorld's ``open`` step: the file's app (or the named app) is started and its window waited for."""
-    return {"type": "open", "parameters": {"path": path}}
-
-
-def _open_office(path: str, title: str) -> list[dict[str, Any]]:
-    """Open a document in LibreOffice: its window shows before it takes keys, so wait, then focus it."""
-    return [_open(path), {"type": "sleep", "parameters": {"seconds": 2.0}},
-            {"type": "activate_window", "parameters": {"window_name": title, "strict": True}}]
-
-
-def _mkdir(path: str) -> dict[str, Any]:
-    return {"type": "execute", "parameters": {"command": ["mkdir", "-p", path]}}
-
-
-def _text_eval(task_id: str, path: str, gold: str, **options: Any) -> dict[str, Any]:
-    name = Path(path).name
-    evaluator = {"func": "compare_text_file",
-                 "result": {"type": "vm_file", "path": path, "dest": name},
-                 "expected": {"type": "cloud_file", "path": _bundled(task_id, gold), "dest": gold}}
-    if options:
-        evaluator["options"] = options
-    return evaluator
-
-
-def _office_postconfig(title: str) -> list[dict[str, Any]]:
-    return [{"type": "activate_window", "parameters": {"window_name": title, "strict": True}},
-            {"type": "sleep", "parameters": {"seconds": 0.5}},
-            {"type": "execute", "parameters": {"command": _SAVE_OFFICE_COMMAND}},
-            {"type": "sleep", "parameters": {"seconds": 0.5}}]
-
-
-def _command_eval(command: str, include: list[str], exclude: list[str]) -> dict[str, Any]:
-    return {"func": "check_include_exclude",
-            "result": {"type": "vm_command_line", "command": command, "shell": True},
-            "expected": {"type": "rule", "rules": {"include": include, "exclude": exclude}}}
-
-
-def _type(text: str) -> str:
-    return f"pyautogui.typewrite({text!r}, interval=0.01)"
-
-
-def _xterm() -> list[dict[str, Any]]:
-    """Start a terminal titled 'Terminal' (bash prompts may not retitle it) and wait for its window."""
-    return [{"type": "launch", "parameters": {"command": ["xterm", "-title", "Terminal", "-xrm",
-                                                          "XTerm*allowTitleOps: false"]}},
-            {"type": "execute", "parameters": {"command": "wmctrl -l | grep -q ' Terminal$'", "shell": True,
-                                               "until": {"returncode": 0}}},
-            {"type": "activate_window", "parameters": {"window_name": "Terminal", "strict": True}}]
-
+__all__ = ["TASKS", "build"]
 
 # --------------------------------------------------------------------------- the tasks
 
 def _tasks() -> list[dict[str, Any]]:
     tasks: list[dict[str, Any]] = []
 
-    def add(task_id: str, app: str, instruction: str, config: list, evaluator: dict, solution: list[str],
-            files: dict[str, Any], *, hints: list[str] = (), variants: list[dict] | None = None,
-            related_apps: list[str] = ()) -> None:
-        task: dict[str, Any] = {
-            "id": task_id, "snapshot": app, "instruction": instruction,
-            "source": "rla bundled task (original)", "config": config,
-            "related_apps": list(related_apps) or [app], "evaluator": evaluator,
-            "proxy": False, "fixed_ip": False, "possibility_of_env_change": "low",
-            "rla_solution": solution, "rla_hints": list(hints),
-        }
-        if variants:
-            task["rla_variants"] = variants
-            task["rla_variant"] = next(v["name"] for v in variants if v["evaluator"] == evaluator)
-        tasks.append({"app": app, "json": task, "files": files})
+    def add(*args: Any, **kwargs: Any) -> None:
+        tasks.append(make_task(*args, **kwargs))
 
     # ---- text editing in mousepad -------------------------------------------------------------------
     tid = "rla-mousepad-append-line"
     path = f"{HOME}/shopping.txt"
-    strict = _text_eval(tid, path, "shopping_gold.txt")
-    lenient = _text_eval(tid, path, "shopping_gold.txt", ignore_blanks=True)
+    strict = text_eval(tid, path, "shopping_gold.txt")
+    lenient = text_eval(tid, path, "shopping_gold.txt", ignore_blanks=True)
     add(tid, "mousepad",
         "The shopping list /home/user/shopping.txt is open in the text editor. Add 'milk' as a new last line "
         "and save the file.",
-        [_download(tid, "shopping.txt", path), _open(path)],
+        [download_step(tid, "shopping.txt", path), open_step(path)],
         strict,
-        ["pyautogui.hotkey('ctrl', 'end')", _type("milk\n"), "pyautogui.hotkey('ctrl', 's')\ntime.sleep(0.5)",
+        ["pyautogui.hotkey('ctrl', 'end')", type_code("milk\n"), "pyautogui.hotkey('ctrl', 's')\ntime.sleep(0.5)",
          "DONE"],
         {"shopping.txt": "eggs\nbread\nbutter\n", "shopping_gold.txt": "eggs\nbread\nbutter\nmilk\n"},
         hints=["Ctrl+End moves the cursor to the end of the file and Ctrl+S saves it."],
@@ -149,9 +57,9 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "mousepad",
         "Fix the typos in /home/user/memo.txt, which is open in the text editor: every 'teh' should read 'the' "
         "(keep the capital T where the word starts a sentence). Save the file.",
-        [_download(tid, "memo.txt", path), _open(path)],
-        _text_eval(tid, path, "memo_gold.txt"),
-        ["pyautogui.hotkey('ctrl', 'a')", _type(right), "pyautogui.hotkey('ctrl', 's')\ntime.sleep(0.5)", "DONE"],
+        [download_step(tid, "memo.txt", path), open_step(path)],
+        text_eval(tid, path, "memo_gold.txt"),
+        ["pyautogui.hotkey('ctrl', 'a')", type_code(right), "pyautogui.hotkey('ctrl', 's')\ntime.sleep(0.5)", "DONE"],
         {"memo.txt": wrong, "memo_gold.txt": right},
         hints=["Three words need fixing, one on each line."])
 
@@ -161,10 +69,10 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "mousepad",
         "Using the open text editor, create the file /home/user/todo.txt holding three lines: 'call Ana', "
         "'pay rent' and 'water plants', each ending with a line break.",
-        _launch(["mousepad"], "Mousepad"),
-        _text_eval(tid, path, "todo_gold.txt"),
-        [_type(content), "pyautogui.hotkey('ctrl', 's')\ntime.sleep(1.5)",
-         "pyautogui.hotkey('ctrl', 'a')\n" + _type(path) + "\ntime.sleep(0.3)\npyautogui.press('enter')\n"
+        launch_steps(["mousepad"], "Mousepad"),
+        text_eval(tid, path, "todo_gold.txt"),
+        [type_code(content), "pyautogui.hotkey('ctrl', 's')\ntime.sleep(1.5)",
+         "pyautogui.hotkey('ctrl', 'a')\n" + type_code(path) + "\ntime.sleep(0.3)\npyautogui.press('enter')\n"
          "time.sleep(1.0)", "DONE"],
         {"todo_gold.txt": content},
         hints=["Ctrl+S opens the save dialog; type the full path into its name field and press Enter."])
@@ -175,9 +83,9 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "mousepad",
         "Sort the names in /home/user/guests.txt (open in the text editor) alphabetically, one per line, "
         "and save the file.",
-        [_download(tid, "guests.txt", path), _open(path)],
-        _text_eval(tid, path, "guests_gold.txt"),
-        ["pyautogui.hotkey('ctrl', 'a')", _type("".join(f"{n}\n" for n in sorted(names))),
+        [download_step(tid, "guests.txt", path), open_step(path)],
+        text_eval(tid, path, "guests_gold.txt"),
+        ["pyautogui.hotkey('ctrl', 'a')", type_code("".join(f"{n}\n" for n in sorted(names))),
          "pyautogui.hotkey('ctrl', 's')\ntime.sleep(0.5)", "DONE"],
         {"guests.txt": "".join(f"{n}\n" for n in names), "guests_gold.txt": "".join(f"{n}\n" for n in sorted(names))},
         hints=["The first name of the sorted list is Bea."])
@@ -187,18 +95,18 @@ def _tasks() -> list[dict[str, Any]]:
     target = f"{HOME}/projects/alpha/src"
     add(tid, "os",
         "Create the directory /home/user/projects/alpha/src (with its parent directories). A terminal is open.",
-        _xterm(),
-        _command_eval(f"test -d {target} && echo present || echo absent", ["present"], ["absent"]),
-        [_type("mkdir -p ~/projects/alpha/src\n"), "time.sleep(0.5)", "DONE"],
+        xterm_steps(),
+        command_eval(f"test -d {target} && echo present || echo absent", ["present"], ["absent"]),
+        [type_code("mkdir -p ~/projects/alpha/src\n"), "time.sleep(0.5)", "DONE"],
         {}, hints=["mkdir -p creates the parent directories too."], related_apps=["terminal"])
 
     tid = "rla-os-rename-file"
     add(tid, "os",
         "In /home/user/Documents, rename report_draft.txt to report_final.txt. A terminal is open.",
-        [_mkdir(f"{HOME}/Documents"), _download(tid, "report_draft.txt", f"{HOME}/Documents/report_draft.txt"),
-         *_xterm()],
-        _command_eval(f"ls {HOME}/Documents", ["report_final.txt"], ["report_draft.txt"]),
-        [_type("mv ~/Documents/report_draft.txt ~/Documents/report_final.txt\n"), "time.sleep(0.5)", "DONE"],
+        [mkdir_step(f"{HOME}/Documents"), download_step(tid, "report_draft.txt", f"{HOME}/Documents/report_draft.txt"),
+         *xterm_steps()],
+        command_eval(f"ls {HOME}/Documents", ["report_final.txt"], ["report_draft.txt"]),
+        [type_code("mv ~/Documents/report_draft.txt ~/Documents/report_final.txt\n"), "time.sleep(0.5)", "DONE"],
         {"report_draft.txt": "Q3 report: revenue up 4%.\n"},
         hints=["The mv command renames files."], related_apps=["terminal"])
 
@@ -215,9 +123,9 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "os",
         "Count the lines of /home/user/logs/app.log that contain the word ERROR and write just that number, "
         "followed by a line break, to /home/user/error_count.txt. A terminal is open.",
-        [_mkdir(f"{HOME}/logs"), _download(tid, "app.log", f"{HOME}/logs/app.log"), *_xterm()],
+        [mkdir_step(f"{HOME}/logs"), download_step(tid, "app.log", f"{HOME}/logs/app.log"), *xterm_steps()],
         exact,
-        [_type("grep -c ERROR ~/logs/app.log > ~/error_count.txt\n"), "time.sleep(0.5)", "DONE"],
+        [type_code("grep -c ERROR ~/logs/app.log > ~/error_count.txt\n"), "time.sleep(0.5)", "DONE"],
         {"app.log": log},
         hints=["grep -c counts matching lines."], related_apps=["terminal"],
         variants=[{"name": "exact", "level": 1, "evaluator": exact},
@@ -227,10 +135,10 @@ def _tasks() -> list[dict[str, Any]]:
     script = f"{HOME}/bin/backup.sh"
     add(tid, "os",
         "Make the script /home/user/bin/backup.sh executable. A terminal is open.",
-        [_mkdir(f"{HOME}/bin"), _download(tid, "backup.sh", script), *_xterm()],
-        _command_eval(f"test -x {script} && echo is-executable || echo not-executable",
+        [mkdir_step(f"{HOME}/bin"), download_step(tid, "backup.sh", script), *xterm_steps()],
+        command_eval(f"test -x {script} && echo is-executable || echo not-executable",
                       ["is-executable"], ["not-executable"]),
-        [_type("chmod +x ~/bin/backup.sh\n"), "time.sleep(0.5)", "DONE"],
+        [type_code("chmod +x ~/bin/backup.sh\n"), "time.sleep(0.5)", "DONE"],
         {"backup.sh": "#!/bin/sh\ntar czf \"$HOME/backup.tgz\" \"$HOME/Documents\"\n"},
         hints=["chmod +x sets the executable bit."], related_apps=["terminal"])
 
@@ -238,7 +146,7 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "os",
         "Open the Windows Registry Editor on this computer and set the key HKEY_CURRENT_USER\\Console\\"
         "QuickEdit to 0.",
-        _xterm(),
+        xterm_steps(),
         {"func": "infeasible"},
         ["FAIL"],
         {}, hints=["This computer runs Linux."], related_apps=["terminal"])
@@ -253,9 +161,9 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "libreoffice_calc",
         "In /home/user/sales.xlsx, open in LibreOffice Calc, put the total of the monthly sales (B2:B7) into "
         "cell B8 using a formula, and save the file in its current format.",
-        [_download(tid, "sales.xlsx", path), *_open_office(path, "sales.xlsx - LibreOffice Calc")],
+        [download_step(tid, "sales.xlsx", path), *open_office_steps(path, "sales.xlsx - LibreOffice Calc")],
         _calc_eval(tid, path, "sales_gold.xlsx", "sales.xlsx - LibreOffice Calc"),
-        [NAME_BOX + _type("B8\n"), _type("=SUM(B2:B7)\n"), SAVE_OFFICE_CODE, "DONE"],
+        [NAME_BOX + type_code("B8\n"), type_code("=SUM(B2:B7)\n"), SAVE_OFFICE_CODE, "DONE"],
         {"sales.xlsx": rows, "sales_gold.xlsx": gold},
         hints=["Ctrl+Shift+F5 jumps to the Name Box, where you can type a cell address."],
         related_apps=["libreoffice calc"])
@@ -268,9 +176,9 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "libreoffice_calc",
         "In /home/user/orders.xlsx (open in LibreOffice Calc), fill D2:D6 with formulas giving each row's "
         "amount, Quantity times Unit price. Save the file in its current format.",
-        [_download(tid, "orders.xlsx", path), *_open_office(path, "orders.xlsx - LibreOffice Calc")],
+        [download_step(tid, "orders.xlsx", path), *open_office_steps(path, "orders.xlsx - LibreOffice Calc")],
         _calc_eval(tid, path, "orders_gold.xlsx", "orders.xlsx - LibreOffice Calc"),
-        [NAME_BOX + _type("D2\n"), _type("=B2*C2\n"), NAME_BOX + _type("D2:D6\n"), "pyautogui.hotkey('ctrl', 'd')",
+        [NAME_BOX + type_code("D2\n"), type_code("=B2*C2\n"), NAME_BOX + type_code("D2:D6\n"), "pyautogui.hotkey('ctrl', 'd')",
          SAVE_OFFICE_CODE, "DONE"],
         {"orders.xlsx": rows, "orders_gold.xlsx": gold},
         hints=["Write =B2*C2 in D2, select D2:D6 and press Ctrl+D to fill it down."],
@@ -285,9 +193,9 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "libreoffice_calc",
         "Sort the rows of /home/user/scores.xlsx (open in LibreOffice Calc) by Score, highest first, keeping "
         "the header in row 1 and each name with its score. Save the file in its current format.",
-        [_download(tid, "scores.xlsx", path), *_open_office(path, "scores.xlsx - LibreOffice Calc")],
+        [download_step(tid, "scores.xlsx", path), *open_office_steps(path, "scores.xlsx - LibreOffice Calc")],
         _calc_eval(tid, path, "scores_gold.xlsx", "scores.xlsx - LibreOffice Calc"),
-        [NAME_BOX + _type("A2\n"), _type("".join(f"{n}\t{s}\n" for n, s in ordered)), SAVE_OFFICE_CODE, "DONE"],
+        [NAME_BOX + type_code("A2\n"), type_code("".join(f"{n}\t{s}\n" for n, s in ordered)), SAVE_OFFICE_CODE, "DONE"],
         {"scores.xlsx": rows, "scores_gold.xlsx": gold},
         hints=["Data > Sort sorts a selected range; choose Score, descending."],
         related_apps=["libreoffice calc"])
@@ -299,10 +207,10 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "libreoffice_calc",
         "Make the header cells A1:C1 of /home/user/inventory.xlsx (open in LibreOffice Calc) bold, change "
         "nothing else, and save the file in its current format.",
-        [_download(tid, "inventory.xlsx", path), *_open_office(path, "inventory.xlsx - LibreOffice Calc")],
+        [download_step(tid, "inventory.xlsx", path), *open_office_steps(path, "inventory.xlsx - LibreOffice Calc")],
         _calc_eval(tid, path, "inventory_gold.xlsx", "inventory.xlsx - LibreOffice Calc",
                    extra_rules=[{"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0", "props": ["font_bold"]}]),
-        [NAME_BOX + _type("A1:C1\n"), "pyautogui.hotkey('ctrl', 'b')", SAVE_OFFICE_CODE, "DONE"],
+        [NAME_BOX + type_code("A1:C1\n"), "pyautogui.hotkey('ctrl', 'b')", SAVE_OFFICE_CODE, "DONE"],
         {"inventory.xlsx": stock, "inventory_gold.xlsx": {"rows": stock, "bold_rows": [1]}},
         hints=["Select A1:C1 through the Name Box (Ctrl+Shift+F5) and press Ctrl+B."],
         related_apps=["libreoffice calc"])
@@ -315,9 +223,9 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "libreoffice_writer",
         "Add a new last paragraph reading 'Kind regards, Lena' to /home/user/letter.docx (open in LibreOffice "
         "Writer) and save it in Word format.",
-        [_download(tid, "letter.docx", path), *_open_office(path, "letter.docx - LibreOffice Writer")],
+        [download_step(tid, "letter.docx", path), *open_office_steps(path, "letter.docx - LibreOffice Writer")],
         _docx_eval(tid, path, "letter_gold.docx", "letter.docx - LibreOffice Writer"),
-        ["pyautogui.hotkey('ctrl', 'end')", "pyautogui.press('enter')\n" + _type("Kind regards, Lena"),
+        ["pyautogui.hotkey('ctrl', 'end')", "pyautogui.press('enter')\n" + type_code("Kind regards, Lena"),
          SAVE_OFFICE_CODE, "DONE"],
         {"letter.docx": body, "letter_gold.docx": body + ["Kind regards, Lena"]},
         hints=["Ctrl+End jumps to the end of the document."], related_apps=["libreoffice writer"])
@@ -328,9 +236,9 @@ def _tasks() -> list[dict[str, Any]]:
     add(tid, "libreoffice_writer",
         "Insert a new first paragraph reading 'Club Minutes' at the top of /home/user/minutes.docx (open in "
         "LibreOffice Writer), above the existing text, and save it in Word format.",
-        [_download(tid, "minutes.docx", path), *_open_office(path, "minutes.docx - LibreOffice Writer")],
+        [download_step(tid, "minutes.docx", path), *open_office_steps(path, "minutes.docx - LibreOffice Writer")],
         _docx_eval(tid, path, "minutes_gold.docx", "minutes.docx - LibreOffice Writer"),
-        ["pyautogui.hotkey('ctrl', 'home')", _type("Club Minutes") + "\npyautogui.press('enter')",
+        ["pyautogui.hotkey('ctrl', 'home')", type_code("Club Minutes") + "\npyautogui.press('enter')",
          SAVE_OFFICE_CODE, "DONE"],
         {"minutes.docx": body, "minutes_gold.docx": ["Club Minutes"] + body},
         hints=["Ctrl+Home jumps to the start of the document."], related_apps=["libreoffice writer"])
@@ -339,19 +247,19 @@ def _tasks() -> list[dict[str, Any]]:
 
 def _calc_eval(task_id: str, path: str, gold: str, title: str, extra_rules: list | None = None) -> dict[str, Any]:
     rules = [{"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}, *(extra_rules or [])]
-    return {"postconfig": _office_postconfig(title), "func": "compare_table",
+    return {"postconfig": office_postconfig(title), "func": "compare_table",
             "result": {"type": "vm_file", "path": path, "dest": Path(path).name},
-            "expected": {"type": "cloud_file", "path": _bundled(task_id, gold), "dest": gold},
+            "expected": {"type": "cloud_file", "path": bundled(task_id, gold), "dest": gold},
             "options": {"rules": rules}}
 
 
 def _docx_eval(task_id: str, path: str, gold: str, title: str) -> dict[str, Any]:
-    return {"postconfig": _office_postconfig(title), "func": "compare_docx_files",
+    return {"postconfig": office_postconfig(title), "func": "compare_docx_files",
             "result": {"type": "vm_file", "path": path, "dest": Path(path).name},
-            "expected": {"type": "cloud_file", "path": _bundled(task_id, gold), "dest": gold}}
+            "expected": {"type": "cloud_file", "path": bundled(task_id, gold), "dest": gold}}
 
 
-TASKS = _tasks()
+TASKS = _tasks() + app_tasks.tasks()
 """Every bundled task: ``{"app", "json", "files"}`` (file contents: text, spreadsheet rows or paragraphs)."""
 
 
