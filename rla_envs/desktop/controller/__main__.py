@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     from controller.action_runner import ActionRunner
-    from controller.app import State, create_app
+    from controller.app import MAX_TIMEOUT_S, State, create_app
     from controller.boot import boot_desktop, stop_desktop
     from controller.home import HomeTemplate
     from controller.processes import ProcessTracker
@@ -100,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.NamedTemporaryFile("w", dir=args.ready_file.parent, delete=False) as handle:
             handle.write(f"{ready}\n")
         os.replace(handle.name, args.ready_file)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    # Keep-alive longer than any route may take: Debian's uvicorn (0.17) can arm the idle timer of a
+    # keep-alive connection after the next request on it has arrived, and then closes that connection in the
+    # middle of a request that runs longer than the timer (a slow app opening, a long action).
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                           timeout_keep_alive=int(MAX_TIMEOUT_S) + 60))
     try:
         server.run(sockets=[sock])  # until SIGTERM or SIGINT
     finally:
