@@ -287,8 +287,38 @@ def _write_file(path: Path, content: Any) -> None:
         for paragraph in content:
             document.add_paragraph(paragraph)
         document.save(path)
+    elif path.suffix == ".pptx":
+        import pptx
+
+        deck = pptx.Presentation()
+        for title, text in content:  # a title-and-content slide each
+            slide = deck.slides.add_slide(deck.slide_layouts[1])
+            slide.shapes.title.text = title
+            slide.placeholders[1].text = text
+        deck.save(path)
+    elif path.suffix == ".png":
+        from PIL import Image
+
+        width, height = content["size"]
+        image = Image.new("RGB", (width, height), tuple(content["left"]))
+        image.paste(tuple(content["right"]), (width // 2, 0, width, height))
+        image.save(path)
+    elif path.suffix == ".wav":
+        _write_tone(path, content["seconds"], content["rate"])
     else:
         path.write_text(content, encoding="utf-8")
+
+
+def _write_tone(path: Path, seconds: int, rate: int) -> None:
+    """A mono 8-bit 440 Hz sine tone."""
+    import math
+    import wave
+
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(1)
+        out.setframerate(rate)
+        out.writeframes(bytes(128 + round(100 * math.sin(2 * math.pi * 440 * i / rate)) for i in range(seconds * rate)))
 
 
 def build(examples: Path = EXAMPLES_DIR, files: Path = FILES_DIR) -> list[Path]:

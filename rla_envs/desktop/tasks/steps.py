@@ -12,7 +12,7 @@ from rla_envs.desktop.osworld.cache import BUNDLED_SCHEME
 
 __all__ = ["HOME", "SAVE_OFFICE_CODE", "SAVE_OFFICE_COMMAND", "NAME_BOX", "bundled", "download_step", "launch_steps",
            "open_step", "open_office_steps", "mkdir_step", "text_eval", "office_postconfig", "command_eval",
-           "exact_command_eval", "type_code", "xterm_steps", "make_task"]
+           "exact_command_eval", "type_code", "xterm_steps", "make_task", "wait_window_code"]
 
 HOME = "/home/user"
 
@@ -121,3 +121,13 @@ def make_task(task_id: str, app: str, instruction: str, config: list, evaluator:
         task["rla_variants"] = variants
         task["rla_variant"] = next(v["name"] for v in variants if v["evaluator"] == evaluator)
     return {"app": app, "json": task, "files": files}
+
+
+def wait_window_code(title: str, timeout: float = 30.0) -> str:
+    """Solution code that waits until a visible window's title contains ``title`` (a dialog opening), then 0.5 s."""
+    return ("import subprocess\n"
+            f"deadline = time.time() + {timeout}\n"
+            f"while not subprocess.run(['xdotool', 'search', '--onlyvisible', '--name', {title!r}],\n"
+            "                          capture_output=True).stdout.strip() and time.time() < deadline:\n"
+            "    time.sleep(0.2)\n"
+            "time.sleep(0.5)\n")
