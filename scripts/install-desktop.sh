@@ -94,11 +94,14 @@ ${LAUNCHER_MARK} (written by scripts/install-desktop.sh): Chromium as OSWorld st
 #   Cookies); naming it also lets --remote-debugging-port work (Chromium ignores that flag on its default profile)
 # - no first-run page, default-browser question or keyring prompt; /dev/shm may be small in a container
 # - --force-renderer-accessibility: pages' widgets show in the accessibility tree
-# - --no-sandbox only where Chromium's sandbox cannot work: no unprivileged user namespaces (most containers)
+# - --no-sandbox only where Chromium's sandbox cannot work: it needs unprivileged user namespaces and a chroot
+#   inside one (to /proc/self/fdinfo/), which most containers forbid; the probe below tries exactly that.
+#   Chromium refuses to run as root with its sandbox.
 # Every argument given is passed on, after these.
 set -u
 sandbox=""
-if ! unshare --user --map-root-user --pid --fork true >/dev/null 2>&1; then
+if [ "\$(id -u)" -eq 0 ] || ! unshare --user --map-root-user --pid --net --fork \\
+        python3 -c "import os; os.chroot('/proc/self/fdinfo/')" >/dev/null 2>&1; then
     sandbox="--no-sandbox"
 fi
 exec /usr/bin/chromium --user-data-dir="\${HOME}/.config/google-chrome" --no-first-run --no-default-browser-check \\

@@ -12,6 +12,10 @@ image exist), on a 1920x1080 screen as OSWorld uses:
 * **pyautogui step** (``env.step`` of a key press, without the accessibility tree, screenshot included),
   against OSWorld's fixed 2 s pause after every action (``DesktopEnv.step(pause=2)``, a constant in its
   code). Goal: median <= 150 ms, written as ratio ``150 ms / median >= 1``.
+* **reset and step with a heavy app open**: ``provider.reset()`` while Chromium (a bundled Chrome task, started
+  as OSWorld starts it) or LibreOffice Impress (a bundled Impress task with its .pptx) is open -- killing the
+  app and clearing what it wrote to the home -- and ``env.step`` of a key press with that app open. Goal:
+  reset median <= 2 s, as for the bare session.
 * **screenshot**: the raw ``/rla/screenshot.raw`` path the env uses, against OSWorld's PNG ``/screenshot``
   path, both measured here on the same session.
 
@@ -35,6 +39,8 @@ OSWORLD_STEP_PAUSE_S = 2.0
 RESET_GOAL_S = 2.0
 STEP_GOAL_MS = 150.0
 TASK = "rla-os-make-dirs"  # an xterm task: the lightest app
+APP_TASKS = {"chromium": "rla-chrome-bookmark-page", "impress": "rla-impress-add-slide"}
+"""Bundled tasks whose setup opens the heavy apps the reset is measured with (app label -> task id)."""
 
 
 def _times(job: Callable[[], object], count: int) -> list[float]:
@@ -76,6 +82,8 @@ def _measure(provider_name: str, quick: bool, make_options: dict) -> list[Metric
         raw = _times(client.screenshot_array, shots)
         png = _times(client.screenshot, shots)
         tree = _times(client.accessibility_tree, max(3, shots // 4))
+        with_apps = [metric for app, task in APP_TASKS.items()
+                     for metric in _with_app_open(env, provider_name, app, task, resets, steps)]
     finally:
         env.close()
     if not quick:  # a second cold start, for a steadier baseline
@@ -120,6 +128,27 @@ def _measure(provider_name: str, quick: bool, make_options: dict) -> list[Metric
         Metric(f"{prefix}_screenshot_ms", med(raw) * 1000, med(png) * 1000, "ms", higher_is_better=False,
                note=f"raw RGB /rla/screenshot.raw vs OSWorld's PNG /screenshot on the same session, "
                f"{SCREEN[0]}x{SCREEN[1]}, median of {shots} each"),
+        *with_apps,
+    ]
+
+
+def _with_app_open(env, prefix: str, app: str, task: str, resets: int, steps: int) -> list[Metric]:
+    """Reset and step times with ``task``'s app open: each reset follows an env.reset that opened the app."""
+    reset_seconds = []
+    step_seconds: list[float] = []
+    for _ in range(resets):
+        env.reset(options={"task": task})  # the task's setup starts the app and waits for its window
+        if not step_seconds:
+            step_seconds = _times(lambda: env.step("pyautogui.press('shift')"), steps)
+        reset_seconds += _times(env.provider.reset, 1)
+    reset_s, step_ms = statistics.median(reset_seconds), statistics.median(step_seconds) * 1000
+    return [
+        Metric(f"{prefix}_reset_with_{app}_s", reset_s, RESET_GOAL_S, "s", higher_is_better=False, goal=1.0,
+               note=f"provider.reset() with {app} open (bundled task {task}: the app is killed, the home restored), "
+               f"median of {resets} resets (max {max(reset_seconds):.2f} s); baseline = the 2 s goal"),
+        Metric(f"{prefix}_env_step_with_{app}_ms", step_ms, OSWORLD_STEP_PAUSE_S * 1000, "ms", higher_is_better=False,
+               note=f"env.step(key press) with {app} open, median of {steps}: the action, wait_seconds and the "
+               "screenshot; baseline = OSWorld's fixed 2 s pause after every action"),
     ]
 
 
