@@ -28,11 +28,11 @@ from rla_envs.desktop.osworld.getters import GETTERS, dest_problem
 from rla_envs.desktop.osworld.metrics import is_supported
 from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
 from rla_envs.desktop.osworld.metrics.table import CELL_STYLE_PROPS, CHART_PROPS, SUPPORTED_RULES
-from rla_envs.desktop.osworld.setup import STEP_TYPES
+from rla_envs.desktop.osworld.setup import EMPTY_HISTORY_TASK, EMPTY_HISTORY_URL, STEP_TYPES
 from rla_envs.desktop.osworld.tasks import osworld_json
 
 __all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "default_has_app", "program_of",
-           "programs_of", "OPENERS"]
+           "programs_of", "OPENERS", "REFUSED_STEPS"]
 
 HasApp = Callable[[str], bool]
 
@@ -41,6 +41,12 @@ OPENERS: dict[str, tuple[str, frozenset[str]]] = {opener.program: (opener.app, o
 """The program whose presence says an ``open`` step's file has its app (Debian's ``localc``/``lowriter``/
 ``loimpress`` come with ``libreoffice-calc``/``-writer``/``-impress``), and the extensions it opens: built
 from the controller's own table (``controller/openers.py``), so the two never disagree."""
+
+REFUSED_STEPS: dict[str, str] = {
+    "googledrive": "setup step 'googledrive': needs the internet and OSWorld's Google Drive account",
+    "login": "setup step 'login': signs in to a website (Google Drive), which needs the internet",
+}
+"""Setup steps that stay refused, with the exact reason (the session has no internet)."""
 
 _SHELL_WORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
                 "function", "[", "[[", "test", "echo", "cd", "export", "source", ".", "set", "unset", "true",
@@ -114,6 +120,9 @@ def steps_reasons(steps: Any, *, phase: str, cache: FileCache, task_id: str | No
         return [f"{phase}: the steps must be a list, got {type(steps).__name__}"]
     for step in steps:
         kind = _name(step.get("type") if isinstance(step, Mapping) else None)
+        if kind in REFUSED_STEPS:
+            reasons.append(REFUSED_STEPS[kind] if phase == "setup" else f"{phase}: {REFUSED_STEPS[kind]}")
+            continue
         if kind not in STEP_TYPES:
             reasons.append(f"{phase} step '{kind}' is not supported")
             continue
@@ -131,6 +140,9 @@ def steps_reasons(steps: Any, *, phase: str, cache: FileCache, task_id: str | No
                 dest = _name(entry.get("path") if isinstance(entry, Mapping) else None)
                 if not url or cache.resolve(url, task_id=task_id, dest=dest, kind="download") is None:
                     reasons.append(cache.missing("download", url))
+        elif kind == "update_browse_history":
+            if cache.resolve(EMPTY_HISTORY_URL, task_id=EMPTY_HISTORY_TASK, dest="history_empty.sqlite") is None:
+                reasons.append(cache.missing("download", EMPTY_HISTORY_URL))
         elif kind == "open":
             reasons += _open_reasons(params.get("path"), has_app)
         elif kind in ("launch", "execute", "command"):

@@ -9,6 +9,10 @@ Supported step types and what they do (same parameters as OSWorld's ``SetupContr
     sleep            {"seconds"}
     activate_window  {"window_name", "strict"?, "by_class"?}
     close_window     {"window_name", "strict"?, "by_class"?}
+    chrome_open_tabs   {"urls_to_open"}             each in a new tab of the running Chrome, then its start tab closes
+    chrome_close_tabs  {"urls_to_close"}            the first tab whose URL matches each (``urls.compare_urls``)
+    update_browse_history  {"history": [{"url", "title", "visit_time_from_now_in_seconds"}]}   visits added to
+                     OSWorld's empty History database (from the FileCache), copied to Chrome's profile
 
 A step of any other type raises :class:`SetupFailed`; :func:`~rla_envs.desktop.osworld.runnable.not_runnable_reasons`
 reports such tasks before an episode starts. As in OSWorld, a command that exits non-zero does not fail its step,
@@ -18,18 +22,24 @@ and a window that cannot be activated or closed is only logged.
 from __future__ import annotations
 
 import logging
+import shutil
+import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rla_envs.desktop.client import ControllerClient, ControllerError
+from rla_envs.desktop.osworld import chrome_profile
 from rla_envs.desktop.osworld.cache import FileCache
+from rla_envs.desktop.osworld.devtools import ChromeDevTools
 from rla_envs.desktop.osworld.errors import SetupFailed
 
 __all__ = ["run_steps", "SetupFailed", "STEP_TYPES", "StepContext", "expand_placeholders", "shell_flag",
-           "DEFAULT_PASSWORD", "UNTIL_TIMEOUT_S"]
+           "DEFAULT_PASSWORD", "UNTIL_TIMEOUT_S", "EMPTY_HISTORY_URL", "EMPTY_HISTORY_TASK"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +48,11 @@ DEFAULT_PASSWORD = "password"
 
 UNTIL_TIMEOUT_S = 60.0
 """How long an ``execute`` step with ``until`` repeats its command before it fails."""
+
+EMPTY_HISTORY_TASK = "44ee5668-ecd5-4366-a6ce-c1c9b8d4e938"
+EMPTY_HISTORY_URL = ("https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/chrome/"
+                     f"{EMPTY_HISTORY_TASK}/history_empty.sqlite?download=true")
+"""The empty Chrome History database OSWorld's ``update_browse_history`` starts from (looked up in the cache)."""
 
 
 @dataclass
@@ -180,6 +195,48 @@ def _window(action: str) -> Callable[[StepContext, Mapping[str, Any]], None]:
     return step
 
 
+def _urls(params: Mapping[str, Any], key: str) -> list[str]:
+    urls = params.get(key)
+    if not isinstance(urls, list) or not all(isinstance(url, str) and url for url in urls):
+        raise ValueError(f"'{key}' must be a list of URLs, got {urls!r:.200}")
+    return urls
+
+
+def _chrome_open_tabs(ctx: StepContext, params: Mapping[str, Any]) -> None:
+    ChromeDevTools(ctx.client).open_tabs(_urls(params, "urls_to_open"))
+
+
+def _chrome_close_tabs(ctx: StepContext, params: Mapping[str, Any]) -> None:
+    from rla_envs.desktop.osworld.urls import compare_urls  # loads the public-suffix list only when needed
+
+    devtools = ChromeDevTools(ctx.client)
+    tabs, closing = devtools.tabs(), []
+    for url in _urls(params, "urls_to_close"):
+        match = next((tab for tab in tabs if tab.id not in closing and compare_urls(tab.url, url)), None)
+        if match is not None:
+            closing.append(match.id)
+    devtools.close_tabs(closing)
+
+
+def _update_browse_history(ctx: StepContext, params: Mapping[str, Any]) -> None:
+    items = params.get("history")
+    if not isinstance(items, list) or not all(isinstance(item, Mapping) for item in items):
+        raise ValueError(f"'history' must be a list of {{'url', 'title', 'visit_time_from_now_in_seconds'}}, "
+                         f"got {items!r:.200}")
+    empty = ctx.cache.resolve(EMPTY_HISTORY_URL, task_id=EMPTY_HISTORY_TASK, dest="history_empty.sqlite")
+    if empty is None:
+        raise FileNotFoundError(ctx.cache.missing("download", EMPTY_HISTORY_URL))
+    with tempfile.TemporaryDirectory() as scratch:
+        database = Path(scratch) / "History"
+        shutil.copyfile(empty, database)
+        try:
+            chrome_profile.add_history(database, items, now=datetime.now())
+        except (KeyError, TypeError, sqlite3.Error) as exc:
+            raise ValueError(f"the history items (each needs 'url', 'title', 'visit_time_from_now_in_seconds') "
+                             f"could not be added to {empty}: {exc}") from exc
+        ctx.client.upload(chrome_profile.HISTORY, database.read_bytes())
+
+
 STEP_TYPES: dict[str, Callable[[StepContext, Mapping[str, Any]], None]] = {
     "download": _download,
     "open": _open,
@@ -189,6 +246,9 @@ STEP_TYPES: dict[str, Callable[[StepContext, Mapping[str, Any]], None]] = {
     "sleep": _sleep,
     "activate_window": _window("activate_window"),
     "close_window": _window("close_window"),
+    "chrome_open_tabs": _chrome_open_tabs,
+    "chrome_close_tabs": _chrome_close_tabs,
+    "update_browse_history": _update_browse_history,
 }
 """The setup step types this env runs, by OSWorld name."""
 

@@ -60,9 +60,9 @@ def test_spaces_and_default_task_set():
 
 def test_a_task_that_cannot_run_is_refused_with_every_reason_before_the_session_is_touched():
     raw = thaw(by_osworld_id("rla-os-make-dirs").spec["osworld"])
-    raw["id"] = "needs-chrome"
-    raw["config"] = [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://example.org"]}}]
-    raw["evaluator"] = {"func": "compare_pptx_files", "result": {"type": "vm_file", "path": "/a", "dest": "a"},
+    raw["id"] = "needs-drive"
+    raw["config"] = [{"type": "googledrive", "parameters": {"settings_file": "s.yml", "operation": ["delete"]}}]
+    raw["evaluator"] = {"func": "no_such_metric", "result": {"type": "vm_file", "path": "/a", "dest": "a"},
                         "expected": {"type": "cloud_file", "path": "https://example.org/b.pptx", "dest": "b"}}
     env = OSWorldEnv(provider=UntouchableProvider())
     with pytest.raises(NotRunnable) as refused:
@@ -70,7 +70,7 @@ def test_a_task_that_cannot_run_is_refused_with_every_reason_before_the_session_
     assert isinstance(refused.value, InvalidTask)
     assert len(refused.value.reasons) >= 2
     text = str(refused.value)
-    assert "chrome_open_tabs" in text and "compare_pptx_files" in text
+    assert "googledrive" in text and "no_such_metric" in text
     with pytest.raises(ResetNeeded, match="the last reset\\(\\) failed \\(NotRunnable: .*reset again"):
         env.step("DONE")
 

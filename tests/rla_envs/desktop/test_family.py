@@ -118,7 +118,7 @@ def test_validate_refuses_broken_tasks(family):
     with pytest.raises(InvalidTask, match="no scripted solution"):
         family.validate(variant(rla_solution=[]))
     with pytest.raises(InvalidTask, match="not runnable"):
-        family.validate(variant(config=[{"type": "chrome_open_tabs", "parameters": {}}]))
+        family.validate(variant(config=[{"type": "googledrive", "parameters": {}}]))
     with pytest.raises(InvalidTask, match="does not name a declared variant"):
         family.validate(variant(rla_variant="ignore_whitespace"))  # the evaluator in use is the exact one
     mismatched = Task(family="desktop", instruction="Something else.", spec={"osworld": raw})

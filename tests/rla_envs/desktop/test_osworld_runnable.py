@@ -31,14 +31,14 @@ def test_a_plain_supported_task_is_runnable():
     assert _reasons(load_task(_task())) == []   # a Task works as well as the dict
 
 
-@pytest.mark.parametrize("step", ["chrome_open_tabs", "googledrive", "login", "update_browse_history"])
+@pytest.mark.parametrize("step", ["tidy_desktop", "act", "replay", "change_wallpaper"])
 def test_unsupported_setup_steps(step):
     assert _reasons(_task([{"type": step, "parameters": {}}])) == [f"setup step '{step}' is not supported"]
 
 
 def test_unsupported_postconfig_step():
-    task = _task(postconfig=[{"type": "chrome_close_tabs", "parameters": {}}])
-    assert _reasons(task) == ["postconfig step 'chrome_close_tabs' is not supported"]
+    task = _task(postconfig=[{"type": "tidy_desktop", "parameters": {}}])
+    assert _reasons(task) == ["postconfig step 'tidy_desktop' is not supported"]
 
 
 def test_download_missing_from_the_cache_then_present(tmp_path):
@@ -107,7 +107,8 @@ def test_sudo_is_not_available():
 
 def test_unsupported_metrics_and_getters():
     assert _reasons(_task(func="compare_pptx_files")) == ["metric 'compare_pptx_files' is not supported"]
-    assert _reasons(_task(result={"type": "active_tab_info"})) == ["getter 'active_tab_info' is not supported"]
+    assert _reasons(_task(result={"type": "active_tab_html_parse"})) == [
+        "getter 'active_tab_html_parse' is not supported"]
     assert _reasons(_task(expected={"type": "googledrive_file"})) == ["getter 'googledrive_file' is not supported"]
 
 
@@ -173,8 +174,8 @@ def test_infeasible_needs_no_getters():
 
 
 def test_reasons_are_listed_once():
-    step = {"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://a.org"]}}
-    assert _reasons(_task([step, step])) == ["setup step 'chrome_open_tabs' is not supported"]
+    step = {"type": "tidy_desktop", "parameters": {}}
+    assert _reasons(_task([step, step])) == ["setup step 'tidy_desktop' is not supported"]
 
 
 @pytest.mark.parametrize("command, program", [

@@ -120,8 +120,8 @@ def test_a_missing_download_names_the_step_and_the_url(tmp_path):
 
 
 def test_unsupported_and_malformed_steps_fail_clearly():
-    with pytest.raises(SetupFailed, match=r"step 1 \(chrome_open_tabs\): step type 'chrome_open_tabs' is not suppo"):
-        run_steps(RecordingClient(), [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": []}}])
+    with pytest.raises(SetupFailed, match=r"step 1 \(tidy_desktop\): step type 'tidy_desktop' is not suppo"):
+        run_steps(RecordingClient(), [{"type": "tidy_desktop", "parameters": {}}])
     with pytest.raises(SetupFailed, match="'seconds' must be a non-negative number"):
         run_steps(RecordingClient(), [{"type": "sleep", "parameters": {"seconds": "soon"}}])
     with pytest.raises(SetupFailed, match="has no 'command'"):

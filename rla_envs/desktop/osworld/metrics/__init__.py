@@ -9,6 +9,7 @@ python-docx load only when needed):
              check_direct_json_object
     table    compare_table (see its docstring for the rule types it supports)
     docx     compare_docx_files, compare_docx_tables
+    chrome   tabs, URLs, bookmarks, history, cookies and settings of Chrome (is_expected_tabs, ...)
     docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
@@ -51,6 +52,19 @@ METRICS: dict[str, str] = {
     "compare_unique_train_records": "docx_format",
     "compare_docx_images": "docx_format",
     "fuzzy_place_math": "docx_format",
+    "is_expected_active_tab": "chrome",
+    "is_expected_active_tab_approximate": "chrome",
+    "is_expected_url_pattern_match": "chrome",
+    "is_expected_installed_extensions": "chrome",
+    "is_expected_tabs": "chrome",
+    "is_expected_bookmarks": "chrome",
+    "is_expected_search_query": "chrome",
+    "is_cookie_deleted": "chrome",
+    "is_shortcut_on_desktop": "chrome",
+    "check_history_deleted": "chrome",
+    "check_enabled_experiments": "chrome",
+    "check_font_size": "chrome",
+    "is_added_to_steam_cart": "chrome",
     "infeasible": "",
 }
 """Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""

@@ -1,0 +1,152 @@
+"""A DevTools client that runs INSIDE the desktop session: ``python3 -c <this file> '<request json>'``.
+
+Chrome's remote-debugging endpoint (port 1337, or 9222 through socat, as OSWorld's tasks start it) listens only
+inside the session, so the host sends this file's source through the controller's ``execute`` and reads one JSON
+object from its standard output. It needs only the standard library and Debian's ``python3-websocket`` (for
+``Runtime.evaluate``), both in the session; it must not import anything from rla.
+
+Requests (``{"op": ..., ...}``) and replies:
+
+    tabs                          {"tabs": [{"id", "url", "title"}, ...]}  (page targets, most recently active first)
+    open    {"urls"}              {"tabs": [...]}  each URL in a new tab, each waited for; then the tabs that were
+                                  open before the first one close (OSWorld closes its start tab the same way)
+    close   {"ids"}               {"closed": [ids]}
+    active  {"html"?}             {"tab": {"id", "url", "title", "html"?} | null}  the tab shown in its window
+Every reply may instead be ``{"error": "<reason>"}``. ``wait_s`` (default 30) bounds how long to wait for Chrome
+to answer and for each page to finish loading.
+"""
+
+import json
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+PORTS = (1337, 9222)
+POLL_S = 0.25
+
+
+def _http(port, path, method="GET", timeout=5.0):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        body = response.read().decode("utf-8", "replace")
+    return json.loads(body) if body.strip().startswith(("{", "[")) else body
+
+
+def _find_port(deadline):
+    last = "no port tried"
+    while True:
+        for port in PORTS:
+            try:
+                _http(port, "/json/version", timeout=2.0)
+                return port
+            except (OSError, ValueError) as exc:
+                last = f"port {port}: {exc}"
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Chrome's remote-debugging port ({'/'.join(map(str, PORTS))}) does not answer "
+                               f"({last}); start it with --remote-debugging-port=1337")
+        time.sleep(POLL_S)
+
+
+def _pages(port):
+    return [{"id": t["id"], "url": t.get("url", ""), "title": t.get("title", ""),
+             "ws": t.get("webSocketDebuggerUrl")} for t in _http(port, "/json/list") if t.get("type") == "page"]
+
+
+def _evaluate(ws_url, expression, timeout=10.0):
+    import websocket  # Debian's python3-websocket; only needed for page contents
+
+    sock = websocket.create_connection(ws_url, timeout=timeout, suppress_origin=True)
+    try:
+        sock.send(json.dumps({"id": 1, "method": "Runtime.evaluate",
+                              "params": {"expression": expression, "returnByValue": True}}))
+        while True:
+            message = json.loads(sock.recv())
+            if message.get("id") == 1:
+                break
+    finally:
+        sock.close()
+    result = message.get("result", {}).get("result", {})
+    return result.get("value")
+
+
+def _wait_loaded(port, tab_id, deadline, blank_ok=True):
+    """Wait until the tab's document has loaded (readyState 'complete') or the deadline passes; a new tab shows
+    about:blank before it navigates, so ``blank_ok=False`` waits past it."""
+    while time.monotonic() < deadline:
+        page = next((p for p in _pages(port) if p["id"] == tab_id), None)
+        if page is None or not page["ws"]:
+            return
+        try:
+            if _evaluate(page["ws"], "document.readyState") == "complete" and (blank_ok or page["url"] != "about:blank"):
+                return
+        except Exception:  # the page is navigating: its context goes away and comes back
+            pass
+        time.sleep(POLL_S)
+
+
+def _public(page):
+    return {key: page[key] for key in ("id", "url", "title")}
+
+
+def op_tabs(port, request, deadline):
+    return {"tabs": [_public(p) for p in _pages(port)]}
+
+
+def op_open(port, request, deadline):
+    before = [p["id"] for p in _pages(port)]
+    for index, url in enumerate(request["urls"]):
+        target = _http(port, "/json/new?" + urllib.parse.quote(url, safe=""), method="PUT")
+        _wait_loaded(port, target["id"], time.monotonic() + float(request.get("wait_s", 30)),
+                     blank_ok=url == "about:blank")
+        if index == 0:
+            for tab_id in before:
+                _http(port, f"/json/close/{tab_id}")
+    return op_tabs(port, request, deadline)
+
+
+def op_close(port, request, deadline):
+    for tab_id in request["ids"]:
+        _http(port, f"/json/close/{tab_id}")
+    return {"closed": list(request["ids"])}
+
+
+def op_active(port, request, deadline):
+    pages = _pages(port)
+    chosen = None
+    for page in pages:  # the tab its window shows is 'visible'; the list runs most recently active first
+        try:
+            if page["ws"] and _evaluate(page["ws"], "document.visibilityState") == "visible":
+                chosen = page
+                break
+        except Exception:
+            continue
+    chosen = chosen or (pages[0] if pages else None)
+    if chosen is None:
+        return {"tab": None}
+    tab = _public(chosen)
+    if request.get("html"):
+        _wait_loaded(port, chosen["id"], deadline)
+        tab["title"] = _evaluate(chosen["ws"], "document.title") or tab["title"]
+        tab["url"] = _evaluate(chosen["ws"], "location.href") or tab["url"]
+        tab["html"] = _evaluate(chosen["ws"], "(document.doctype ? new XMLSerializer().serializeToString("
+                                              "document.doctype) : '') + document.documentElement.outerHTML")
+    return {"tab": tab}
+
+
+OPS = {"tabs": op_tabs, "open": op_open, "close": op_close, "active": op_active}
+
+
+def main(argv):
+    request = json.loads(argv[1])
+    deadline = time.monotonic() + float(request.get("wait_s", 30))
+    try:
+        port = _find_port(deadline)
+        reply = OPS[request["op"]](port, request, deadline)
+    except Exception as exc:  # one JSON line either way: the host turns it into a clear error
+        reply = {"error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write(json.dumps(reply))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
