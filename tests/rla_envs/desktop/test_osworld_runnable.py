@@ -88,7 +88,8 @@ def test_open_needs_the_app_for_the_file_type():
     assert opening("/home/user/notes.txt") == []
     assert opening("/home/user/talk.pptx") == [
         "open: '.pptx' files need LibreOffice Impress ('loimpress'), which is not installed"]
-    assert opening("/home/user/photo.png") == ["open: no app in the session opens '.png' files"]
+    assert opening("/home/user/photo.png") == ["open: '.png' files need GIMP ('gimp'), which is not installed"]
+    assert opening("/home/user/archive.xyz") == ["open: no app in the session opens '.xyz' files"]
     assert _reasons(_task([{"type": "open", "parameters": {"path": "/home/user/talk.pptx"}}])) == []
 
 
