@@ -87,8 +87,10 @@ def _chrome_tasks() -> list[dict[str, Any]]:
             [download_step(tid, "shopping.html", target), *_chrome_setup(tid)],
             exact_command_eval(_OPEN_TAB_URLS, f"{sorted([f'file://{target}', f'file://{_PAGE}'])}\n",
                                postconfig=[_sleep(1.0)]),
-            ["pyautogui.hotkey('ctrl', 't')\ntime.sleep(1.5)",
-             "pyautogui.hotkey('ctrl', 'l')\ntime.sleep(0.5)\n" + type_code(f"file://{target}\n") + "\ntime.sleep(2)",
+            # each step waits for the window title that says the previous key took effect
+            ["pyautogui.hotkey('ctrl', 't')\n" + wait_window_code("New Tab - Chromium"),
+             "pyautogui.hotkey('ctrl', 'l')\ntime.sleep(0.5)\n" + type_code(f"file://{target}\n") + "\n"
+             + wait_window_code("Shopping list - Chromium"),
              "DONE"],
             {"soup.html": _SOUP, "shopping.html": _SHOPPING},
             hints=["Ctrl+T opens a new tab and Ctrl+L focuses its address bar."])]
