@@ -127,7 +127,7 @@ def test_relative_time_rules():
         "getter 'rule_relativeTime': needs rules with 'relativeTime' {'from': ...} and 'expected'"]
 
 
-@pytest.mark.parametrize("rule", ["pivot_table", "sparkline", "filter"])
+@pytest.mark.parametrize("rule", ["sparkline", "filter"])
 def test_unsupported_compare_table_rules(rule):
     task = _task(func="compare_table", result={"type": "vm_file", "path": "/home/user/s.xlsx", "dest": "s.xlsx"},
                  expected=None, options={"rules": [{"type": "sheet_name"}, {"type": rule}]})
