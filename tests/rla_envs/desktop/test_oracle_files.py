@@ -4,10 +4,13 @@ Each case is made here (matching, near-miss, wrong); ``oracle_metric`` is deskto
 ``osworld_oracle``). A disagreement names the metric and the case.
 """
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from rla_envs.desktop.osworld.metrics import get_metric
 from tests.rla_envs.desktop.osworld_oracle import oracle_metric
+from tests.rla_envs.desktop.pdf_files import write_pdf
 from tests.rla_envs.desktop.pivot_books import pivot_book
 
 pytestmark = pytest.mark.oracle
@@ -43,3 +46,61 @@ def test_pivot_table_rule_agrees_with_osworld(tmp_path, props):
     cases = [((pivot_book(tmp_path / f"result{i}.xlsx", **variant), expected), rules)
              for i, variant in enumerate(PIVOT_VARIANTS)]
     assert _agree(get_metric("compare_table"), oracle_metric("table", "compare_table"), cases) == 12
+
+
+INVOICE = [[(72, 700, "Invoice # 243729"), (72, 680, "Name"), (300, 680, "Total"), (72, 660, "Ada"),
+            (106, 660, "Lovelace"), (300, 660, "12.50"), (72, 640, "sub", 8), (90, 640, "script", 16)],
+           [(72, 700, "Page two (with parens)")]]
+INVOICE_VARIANTS = {
+    "same": INVOICE,
+    "one word": [[*INVOICE[0][:5], (300, 660, "13.50"), *INVOICE[0][6:]], INVOICE[1]],
+    "moved column": [[*INVOICE[0][:2], (120, 680, "Total"), *INVOICE[0][3:]], INVOICE[1]],
+    "first page only": INVOICE[:1],
+    "other": [[(72, 700, "A different letter altogether")]],
+    "empty page": [[]],
+}
+
+
+def test_compare_pdfs_agrees_with_osworld(tmp_path):
+    expected = write_pdf(tmp_path / "gold.pdf", INVOICE)
+    made = {name: write_pdf(tmp_path / f"{i}.pdf", pages) for i, (name, pages) in enumerate(INVOICE_VARIANTS.items())}
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4 not really")
+    cases = [((path, expected), {}) for path in made.values()]
+    cases += [((str(tmp_path / "missing.pdf"), expected), {}), ((str(broken), expected), {}),
+              (([made["same"], made["other"]], [expected, expected]), {}),
+              (([made["one word"]], [expected, expected]), {})]
+    assert _agree(get_metric("compare_pdfs"), oracle_metric("chrome", "compare_pdfs"), cases) == 10
+
+
+def test_check_pdf_pages_agrees_with_osworld(tmp_path):
+    one, two = write_pdf(tmp_path / "one.pdf", INVOICE[:1]), write_pdf(tmp_path / "two.pdf", INVOICE)
+    cases = [((path, {"relation": relation, "ref_value": value}), {})
+             for path in (one, two) for relation, value in (("eq", 1), ("gt", 1), ("le", 2))]
+    cases.append(((None, {"relation": "eq", "ref_value": 1}), {}))
+    assert _agree(get_metric("check_pdf_pages"), oracle_metric("pdf", "check_pdf_pages"), cases) == 7
+
+
+def _picture(seed, size=(120, 80)):
+    rng = np.random.default_rng(seed)
+    return Image.fromarray((rng.random((size[1] // 2, size[0] // 2, 3)) * 255).astype("uint8")).resize(size)
+
+
+def test_compare_pdf_images_agrees_with_osworld(tmp_path):
+    picture, other = _picture(0), _picture(1)
+    jitter = np.random.default_rng(2).integers(-6, 7, (80, 120, 3))
+    noisy = Image.fromarray(np.clip(np.asarray(picture).astype(int) + jitter, 0, 255).astype("uint8"))
+    gold = write_pdf(tmp_path / "gold.pdf", [[("image", 72, 600, picture), (72, 500, "Receipt")],
+                                             [("image", 72, 600, other)]])
+    variants = {
+        "same": [[("image", 72, 600, picture)], [("image", 72, 600, other)]],
+        "noisy": [[("image", 72, 600, noisy), ("image", 72, 400, other)]],
+        "one swapped": [[("image", 72, 600, picture)], [("image", 72, 600, picture)]],
+        "reordered": [[("image", 72, 600, other)], [("image", 72, 600, picture)]],
+        "one missing": [[("image", 72, 600, picture)]],
+        "text only": [[(72, 500, "Receipt")]],
+    }
+    cases = [((write_pdf(tmp_path / f"{i}.pdf", pages), gold), {}) for i, pages in enumerate(variants.values())]
+    text_only = cases[-1][0][0]
+    cases += [((text_only, text_only), {}), ((str(tmp_path / "missing.pdf"), gold), {}), ((None, gold), {})]
+    assert _agree(get_metric("compare_pdf_images"), oracle_metric("chrome", "compare_pdf_images"), cases) == 9

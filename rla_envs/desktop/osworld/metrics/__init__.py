@@ -10,6 +10,7 @@ python-docx load only when needed):
     table    compare_table (see its docstring for the rule types it supports)
     docx     compare_docx_files, compare_docx_tables
     chrome   tabs, URLs, bookmarks, history, cookies and settings of Chrome (is_expected_tabs, ...)
+    pdf      compare_pdfs (text laid out as PyMuPDF does), check_pdf_pages, compare_pdf_images
     docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
@@ -65,6 +66,9 @@ METRICS: dict[str, str] = {
     "check_enabled_experiments": "chrome",
     "check_font_size": "chrome",
     "is_added_to_steam_cart": "chrome",
+    "compare_pdfs": "pdf",
+    "check_pdf_pages": "pdf",
+    "compare_pdf_images": "pdf",
     "infeasible": "",
 }
 """Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""
