@@ -104,3 +104,101 @@ def test_compare_pdf_images_agrees_with_osworld(tmp_path):
     text_only = cases[-1][0][0]
     cases += [((text_only, text_only), {}), ((str(tmp_path / "missing.pdf"), gold), {}), ((None, gold), {})]
     assert _agree(get_metric("compare_pdf_images"), oracle_metric("chrome", "compare_pdf_images"), cases) == 9
+
+
+MANIFEST = {"name": "happy-extension", "version": "0.0.1", "background": {"scripts": ["background_script.js"]},
+            "count": 3, "tags": ["a", "b"]}
+JSON_RULES = [
+    {"expect": [{"key": ["name"], "method": "eq", "ref": "happy-extension"},
+                {"key": ["background", "scripts"], "method": "eq", "ref": ["background_script.js"]}]},
+    {"expect": [{"key": ["name"], "method": "re", "ref": r"\bhappy\b"}]},
+    {"expect": [{"key": ["name"], "method": "eq", "ref": "sad"}]},
+    {"expect": [{"key": ["missing"], "method": "eq", "ref": None}]},
+    {"expect": [{"key": ["count"], "method": "re", "ref": "3"}]},
+    {"expect": [{"key": ["count"], "method": "gt", "ref": 2}]},
+    {"expect": [{"key": ["tags", 1], "method": "eq", "ref": "b"}]},
+    {"expect": [{"key": ["tags", 5], "method": "eq", "ref": "b"}]},
+    {"expect": [{"key": ["name", "x"], "method": "eq", "ref": "b"}]},
+    {"unexpect": [{"key": ["name"], "method": "eq", "ref": "happy-extension"}]},
+    {"unexpect": [{"key": ["missing"], "method": "eq", "ref": "x"}]},
+    {"unexpect": [{"key": ["missing"], "method": "lt", "ref": 3}]},
+    {"expect": [{"key": ["version"], "method": "approx:0.1", "ref": 0.0}]},
+]
+
+
+def test_check_json_agrees_with_osworld(tmp_path):
+    import json
+
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(MANIFEST))
+    config = tmp_path / "_config.yml"
+    config.write_text("name: Test Account\nauthor:\n  name: Test Account\n  email: Test@gmail.com\n")
+    broken, empty = tmp_path / "broken.json", tmp_path / "empty.yml"
+    broken.write_text("{not json")
+    empty.write_text("")
+    cases = [((str(manifest), rules), {}) for rules in JSON_RULES]
+    yaml_rules = {"expect": [{"key": ["author", "email"], "method": "eq", "ref": "Test@gmail.com"}]}
+    cases += [((str(config), yaml_rules), {"is_yaml": True}), ((str(empty), yaml_rules), {"is_yaml": True}),
+              ((str(config), {"expect": [{"key": ["author", "name"], "method": "eq", "ref": "Other"}]}),
+               {"is_yaml": True}),
+              ((str(broken), JSON_RULES[0]), {}), ((str(tmp_path / "missing.json"), JSON_RULES[0]), {}),
+              ((None, JSON_RULES[0]), {})]
+    assert _agree(get_metric("check_json"), oracle_metric("general", "check_json"), cases) == 19
+
+
+def test_check_csv_agrees_with_osworld(tmp_path):
+    accounts = tmp_path / "accounts.csv"
+    accounts.write_text("url,user\nimap://outlook.office365.com,anonym-x2024@outlook.com\nimap://mail.example.org,ada\n")
+    outlook = {"url": "imap://outlook.office365.com", "user": "anonym-x2024@outlook.com"}
+    cases = [((str(accounts), rules), {}) for rules in (
+        {"unexpect": [outlook]}, {"expect": [outlook]}, {"expect": [{"user": "ada"}, {"user": "bob"}]},
+        {"expect": [{"user": "ada"}], "unexpect": [{"user": "bob"}]}, {"expect": [{"nick": "ada"}]}, {})]
+    cases.append(((None, {"expect": [outlook]}), {}))
+    assert _agree(get_metric("check_csv"), oracle_metric("general", "check_csv"), cases) == 7
+
+
+def test_run_sqlite3_agrees_with_osworld(tmp_path):
+    import sqlite3
+
+    database = tmp_path / "global-messages-db.sqlite"
+    with sqlite3.connect(database) as connection:
+        connection.execute("CREATE TABLE messages (id INTEGER, folderID INTEGER)")
+        connection.executemany("INSERT INTO messages VALUES (?, ?)", [(1, 13), (2, 13), (3, 7)])
+    connection.close()
+    cases = [((str(database), {"sql": sql}), {}) for sql in (
+        "SELECT COUNT(*) = 2 FROM messages WHERE folderID = 13", "SELECT COUNT(*) = 3 FROM messages WHERE folderID = 13",
+        "SELECT COUNT(*) FROM messages WHERE folderID = 99", "SELECT NULL", "SELECT 0.5")]
+    assert _agree(get_metric("run_sqlite3"), oracle_metric("general", "run_sqlite3"), cases) == 5
+
+
+A11Y_TREE = """<desktop-frame xmlns:st="https://accessibility.ubuntu.example.org/ns/state"
+ xmlns:attr="https://accessibility.ubuntu.example.org/ns/attributes" name="main">
+  <application name="Thunderbird">
+    <page-tab-list attr:id="tabmail-tabs"><page-tab name="About Profiles" st:selected="true">About Profiles</page-tab>
+      <page-tab name="Inbox">Inbox</page-tab></page-tab-list>
+    <tool-bar attr:id="MsgHeadersToolbar"><label name="To">To</label>
+      <section attr:class="address-pill"><label attr:class="pill-label" name="fox@someuniversity.edu">fox</label></section>
+    </tool-bar>
+    <push-button name="anonym-x2024@outlook.com"/>
+  </application>
+</desktop-frame>"""
+A11Y_RULES = [
+    [{"selectors": ['application[name=Thunderbird] page-tab-list[attr|id="tabmail-tabs"]>page-tab[name="About Profiles"]']}],
+    [{"selectors": ['application[name=Thunderbird] page-tab-list[attr|id="tabmail-tabs"]>page-tab[name="Settings"]']}],
+    [{"selectors": ['tool-bar[attr|id=MsgHeadersToolbar] label[name=To]~[attr|class="address-pill"]>'
+                    'label[attr|class="pill-label"][name*="fox@someuniversity.edu"]']}],
+    [{"xpath": "//application[@name='Thunderbird']//*[contains(text(), 'anonym-x2024@outlook.com') or "
+               "contains(@name, 'anonym-x2024@outlook.com')]"},
+     {"xpath": "//application[@name='Thunderbird']//*[contains(@name, 'password')]"}],
+    [{"xpath": "//page-tab", "text": "Inbox", "exact": True}],
+    [{"xpath": "//page-tab", "text": "Inbax", "exact": False}],
+    [{"xpath": "//push-button", "text": "anything", "exact": False}],
+    [{"xpath": "//page-tab[@st:selected='true']", "text": "About Profiles", "exact": True},
+     {"selectors": ["label[name=To]"], "text": "Tx", "exact": False}],
+]
+
+
+def test_check_accessibility_tree_agrees_with_osworld():
+    cases = [((A11Y_TREE, rules), {}) for rules in A11Y_RULES]
+    assert _agree(get_metric("check_accessibility_tree"), oracle_metric("general", "check_accessibility_tree"),
+                  cases) == 8

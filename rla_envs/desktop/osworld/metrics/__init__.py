@@ -11,6 +11,8 @@ python-docx load only when needed):
     docx     compare_docx_files, compare_docx_tables
     chrome   tabs, URLs, bookmarks, history, cookies and settings of Chrome (is_expected_tabs, ...)
     pdf      compare_pdfs (text laid out as PyMuPDF does), check_pdf_pages, compare_pdf_images
+    records  check_json (JSON/YAML keys), check_csv (rows), run_sqlite3 (a query on a SQLite file)
+    a11y_tree    check_accessibility_tree (CSS or XPath over the accessibility tree)
     docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
@@ -69,6 +71,10 @@ METRICS: dict[str, str] = {
     "compare_pdfs": "pdf",
     "check_pdf_pages": "pdf",
     "compare_pdf_images": "pdf",
+    "check_json": "records",
+    "check_csv": "records",
+    "run_sqlite3": "records",
+    "check_accessibility_tree": "a11y_tree",
     "infeasible": "",
 }
 """Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""
