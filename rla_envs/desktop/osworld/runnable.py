@@ -26,6 +26,7 @@ from rla_envs.desktop.controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSI
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.getters import GETTERS, dest_problem
 from rla_envs.desktop.osworld.metrics import is_supported
+from rla_envs.desktop.osworld.metrics.archive import FILE_TYPE_METRICS
 from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
 from rla_envs.desktop.osworld.metrics.table import CELL_STYLE_PROPS, CHART_PROPS, SUPPORTED_RULES
 from rla_envs.desktop.osworld.setup import EMPTY_HISTORY_TASK, EMPTY_HISTORY_URL, STEP_TYPES
@@ -268,6 +269,15 @@ def _table_reasons(options: Any) -> list[str]:
     return reasons
 
 
+def _archive_reasons(options: Any) -> list[str]:
+    file_type = options.get("file_type", "text") if isinstance(options, Mapping) else "text"
+    metric = FILE_TYPE_METRICS.get(file_type) if isinstance(file_type, str) else None
+    if metric is None:
+        return [f"compare_archive file_type '{file_type}' is not supported"]
+    return [] if is_supported(metric) else [f"compare_archive file_type '{file_type}' needs metric '{metric}', "
+                                            f"which is not supported"]
+
+
 def _docx_reasons(*getters: Any) -> list[str]:
     for config in getters:
         if isinstance(config, Mapping) and config.get("type") in ("vm_file", "cloud_file"):
@@ -313,6 +323,8 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
             reasons += _table_reasons(option)
         elif name == "compare_docx_files":
             reasons += _docx_reasons(result, want)
+        elif name == "compare_archive":
+            reasons += _archive_reasons(option)
     return reasons
 
 

@@ -4,6 +4,11 @@ Each case is made here (matching, near-miss, wrong); ``oracle_metric`` is deskto
 ``osworld_oracle``). A disagreement names the metric and the case.
 """
 
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -202,3 +207,52 @@ def test_check_accessibility_tree_agrees_with_osworld():
     cases = [((A11Y_TREE, rules), {}) for rules in A11Y_RULES]
     assert _agree(get_metric("check_accessibility_tree"), oracle_metric("general", "check_accessibility_tree"),
                   cases) == 8
+
+
+def _zip(path, members):
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return str(path)
+
+
+def test_compare_archive_agrees_with_osworld(tmp_path):
+    slides = {f"lecture_slides/{name}.pdf": (tmp_path / f"{name}.pdf").read_bytes()
+              for name in ("a", "b") if write_pdf(tmp_path / f"{name}.pdf", [[(72, 700, f"Lecture {name}")]])}
+    near = write_pdf(tmp_path / "near.pdf", [[(72, 700, "Lecture c")]])
+    variants = {
+        "same": slides,
+        "one near": {**slides, "lecture_slides/b.pdf": Path(near).read_bytes()},
+        "renamed": {"lecture_slides/a.pdf": slides["lecture_slides/a.pdf"],
+                    "lecture_slides/c.pdf": slides["lecture_slides/b.pdf"]},
+        "extra": {**slides, "lecture_slides/notes.pdf": slides["lecture_slides/a.pdf"]},
+    }
+    texts = {"notes/a.txt": "alpha\n", "notes/b.txt": "Beta\n"}
+    cases = []
+    for i, members in enumerate(variants.values()):
+        # each case gets its own gold copy: OSWorld reuses an unpacked gold folder, and so do we
+        gold = _zip(tmp_path / f"gold{i}.zip", slides)
+        cases.append(((_zip(tmp_path / f"r{i}.zip", members), gold), {"file_path": "lecture_slides", "file_type": "pdf"}))
+    text_gold = _zip(tmp_path / "text_gold.zip", texts)
+    for i, (members, options) in enumerate([
+            (texts, {"file_path": "notes"}), ({**texts, "notes/b.txt": "beta\n"}, {"file_path": "notes"}),
+            ({**texts, "notes/b.txt": "beta\n"}, {"file_path": "notes", "ignore_case": True})]):
+        cases.append(((_zip(tmp_path / f"t{i}.zip", members), text_gold), {**options, "file_type": "text"}))
+    tarred = tmp_path / "book.tar.gz"
+    with tarfile.open(tarred, "w:gz") as archive:
+        for name, content in texts.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content.encode()))
+    cases.append(((str(tarred), text_gold), {"file_path": "notes", "file_type": "text"}))
+    cases.append(((None, text_gold), {"file_type": "text"}))
+    assert _agree(get_metric("compare_archive"), oracle_metric("chrome", "compare_archive"), cases) == 9
+
+
+def test_compare_zip_files_agrees_with_osworld(tmp_path):
+    members = {"essay/a.txt": b"alpha", "essay/b.bin": b"\x00\x01"}
+    gold = _zip(tmp_path / "gold.zip", members)
+    cases = [((_zip(tmp_path / f"{i}.zip", variant), gold), {}) for i, variant in enumerate([
+        members, {**members, "essay/a.txt": b"alpha!"}, {"essay/a.txt": b"alpha"}, {**members, "essay/c": b""}])]
+    cases.append(((None, gold), {}))
+    assert _agree(get_metric("compare_zip_files"), oracle_metric("vscode", "compare_zip_files"), cases) == 5

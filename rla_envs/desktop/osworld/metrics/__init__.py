@@ -13,6 +13,7 @@ python-docx load only when needed):
     pdf      compare_pdfs (text laid out as PyMuPDF does), check_pdf_pages, compare_pdf_images
     records  check_json (JSON/YAML keys), check_csv (rows), run_sqlite3 (a query on a SQLite file)
     a11y_tree    check_accessibility_tree (CSS or XPath over the accessibility tree)
+    archive  compare_archive (member files by a file metric), compare_zip_files
     docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
@@ -75,6 +76,8 @@ METRICS: dict[str, str] = {
     "check_csv": "records",
     "run_sqlite3": "records",
     "check_accessibility_tree": "a11y_tree",
+    "compare_archive": "archive",
+    "compare_zip_files": "archive",
     "infeasible": "",
 }
 """Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""
