@@ -151,10 +151,10 @@ def test_compare_table_cell_properties_and_methods():
 
 
 def test_list_evaluators_check_every_entry_and_their_lengths():
-    task = _task(func=["exact_match", "compare_pdfs"], conj="or",
+    task = _task(func=["exact_match", "no_such_metric"], conj="or",
                  result=[{"type": "vm_command_line", "command": "ls"}, {"type": "vm_file", "path": "/a", "dest": "a"}],
-                 expected=[{"type": "rule", "rules": {"expected": "x"}}, {"type": "pdf_from_url"}])
-    assert _reasons(task) == ["metric 'compare_pdfs' is not supported"]
+                 expected=[{"type": "rule", "rules": {"expected": "x"}}, {"type": "vm_file", "path": "/b", "dest": "b"}])
+    assert _reasons(task) == ["metric 'no_such_metric' is not supported"]
     short = _task(func=["exact_match", "exact_match"], result=[{"type": "vm_command_line", "command": "ls"}],
                   expected=[{"type": "rule", "rules": {"expected": "x"}}] * 2)
     assert _reasons(short) == ["evaluator: 'func' lists 2 metrics but 'result' has 1 entries"]
