@@ -25,6 +25,7 @@ from rla_envs.core.task import Task
 from rla_envs.desktop.controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSIONS, TEXT_EXTENSIONS, WRITER_EXTENSIONS
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.getters import GETTERS, dest_problem
+from rla_envs.desktop.osworld.getters.terminal import TERMINAL_APP
 from rla_envs.desktop.osworld.metrics import is_supported
 from rla_envs.desktop.osworld.metrics.archive import FILE_TYPE_METRICS
 from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
@@ -204,6 +205,8 @@ def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app:
         reasons += _relative_time_reasons(config.get("rules"))
     if kind in ("vm_command_line", "vm_command_error"):
         reasons += _program_reasons(f"getter {kind}", config.get("command"), has_app)
+    if kind == "vm_terminal_output" and not has_app(TERMINAL_APP):
+        reasons.append(f"getter 'vm_terminal_output': '{TERMINAL_APP}' is not installed")
     if kind in ("vm_file", "cloud_file"):
         multi = config.get("multi", False)
         paths = config.get("path") if multi else [config.get("path")]
