@@ -218,3 +218,11 @@ def test_check_config_status_agrees(tmp_path):
     cases = ([((str(path), rule), {}) for rule in rules] + [((str(flat), rule), {}) for rule in pair_rules]
              + [((None, rules[0]), {})])
     assert _agree("check_config_status", "gimp", cases) == 11
+
+
+def test_check_moved_jpgs_agrees():
+    tree = {"type": "directory", "name": "cpjpg", "children": [{"type": "file", "name": "a.jpg"},
+                                                                {"type": "file", "name": "b.jpg"}]}
+    cases = [((tree, {"expected": ["b.jpg", "a.jpg"]}), {}), ((tree, {"expected": ["a.jpg"]}), {}),
+             ((tree, {"expected": ["a.jpg", "c.jpg"]}), {}), ((dict(tree, children=[]), {"expected": []}), {})]
+    assert _agree("check_moved_jpgs", "basic_os", cases) == 4

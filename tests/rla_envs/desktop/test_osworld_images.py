@@ -5,6 +5,8 @@ deliberately differ (OSWorld raises, we score 0 or raise EvaluationError), the m
 evaluation path from a task's JSON to a score.
 """
 
+import subprocess
+
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageEnhance, ImageOps
@@ -200,3 +202,28 @@ def test_ocr_metric_stays_refused_with_its_reason():
         "expected": {"type": "rule", "rules": {"type": "text", "text": "ls"}}}}
     assert not_runnable_reasons(task, has_app=lambda _: True) == [
         "metric 'compare_image_text' needs OCR (easyocr), which is not installed"]
+
+
+class LocalShellClient:
+    """Runs the getter's command on this machine, as the session's controller would run it there."""
+
+    def execute(self, command, *, shell=False, timeout=120.0):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        return {"status": "success", "output": done.stdout, "error": done.stderr, "returncode": done.returncode}
+
+
+def test_moved_jpgs_task_lists_the_real_folder(tmp_path):
+    folder = tmp_path / "cpjpg"
+    (folder / "nested").mkdir(parents=True)
+    for name in ("a.jpg", "b.jpg"):
+        (folder / name).write_bytes(b"\xff\xd8")
+    ctx = EvalContext(client=LocalShellClient(), cache=FileCache(None), task_id=None, workdir=tmp_path)
+    tree = run_getter(ctx, {"type": "list_directory", "path": str(folder)})
+    assert tree == {"type": "directory", "name": "cpjpg", "children": [
+        {"type": "file", "name": "a.jpg"}, {"type": "file", "name": "b.jpg"},
+        {"type": "directory", "name": "nested", "children": []}]}
+    metric = get_metric("check_moved_jpgs")
+    assert metric(tree, {"expected": ["b.jpg", "a.jpg", "nested"]}) == 1.0
+    assert metric(tree, {"expected": ["a.jpg", "b.jpg"]}) == 0.0
+    missing = run_getter(ctx, {"type": "list_directory", "path": str(tmp_path / "nowhere")})
+    assert missing is None and metric(missing, {"expected": []}) == 0.0

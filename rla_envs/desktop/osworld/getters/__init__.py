@@ -9,6 +9,7 @@ accessibility tree text. One module per app (or group), each with its own ``GETT
              :mod:`..relative_time`), accessibility_tree, cache_file (a file a postconfig step wrote with ``stdout``)
     chrome   tabs (DevTools), bookmarks, history, cookies, Preferences settings, desktop shortcuts
     gimp     gimp_config_file (GIMP 2.10's gimprc, sessionrc...)
+    directories  list_directory (a folder's tree)
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rla_envs.desktop.osworld.errors import EvaluationError
-from rla_envs.desktop.osworld.getters import chrome, general, gimp
+from rla_envs.desktop.osworld.getters import chrome, directories, general, gimp
 from rla_envs.desktop.osworld.getters.context import EvalContext, Getter, dest_problem, file_entries
 
 __all__ = ["GETTERS", "EvalContext", "run_getter", "file_entries", "dest_problem"]
@@ -26,6 +27,7 @@ GETTERS: dict[str, Getter] = {
     **general.GETTERS,
     **chrome.GETTERS,
     **gimp.GETTERS,
+    **directories.GETTERS,
 }
 """The getters this env supports, by OSWorld ``type``."""
 

@@ -15,6 +15,7 @@ python-docx load only when needed):
              contrast edits, mirror, palette (Pillow, numpy, scikit-image)
     image_checks  one image's size, file size and layout (check_image_size, check_triangle_position, ...)
     config_files  apps' config files: check_config_status (GIMP's gimprc/sessionrc)
+    directories  a folder's listing: check_moved_jpgs
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
 """
@@ -86,6 +87,7 @@ METRICS: dict[str, str] = {
     "check_triangle_position": "image_checks",
     "check_green_background": "image_checks",
     "check_config_status": "config_files",
+    "check_moved_jpgs": "directories",
     "infeasible": "",
 }
 """Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""
