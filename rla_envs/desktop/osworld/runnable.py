@@ -203,6 +203,8 @@ def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app:
         reasons += _relative_time_reasons(config.get("rules"))
     if kind in ("vm_command_line", "vm_command_error"):
         reasons += _program_reasons(f"getter {kind}", config.get("command"), has_app)
+    if kind == "default_video_player":
+        reasons += _program_reasons(f"getter {kind}", ["xdg-mime"], has_app)
     if kind in ("vm_file", "cloud_file"):
         multi = config.get("multi", False)
         paths = config.get("path") if multi else [config.get("path")]
@@ -277,6 +279,14 @@ def _docx_reasons(*getters: Any) -> list[str]:
     return []
 
 
+def _slider_colours_reasons(expected: Any) -> list[str]:
+    rules = expected.get("rules") if isinstance(expected, Mapping) and expected.get("type") == "rule" else None
+    kind = rules.get("type") if isinstance(rules, Mapping) else None
+    if kind is None or kind in ("match", "blackish"):
+        return []
+    return [f"check_qt_slider_colours rule type '{kind}' is not supported"]
+
+
 def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, has_app: HasApp) -> list[str]:
     """Reasons a task's evaluator (postconfig, getters, metrics, options) cannot run here."""
     if not isinstance(evaluator, Mapping) or "func" not in evaluator:
@@ -313,6 +323,8 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
             reasons += _table_reasons(option)
         elif name == "compare_docx_files":
             reasons += _docx_reasons(result, want)
+        elif name == "check_qt_slider_colours":
+            reasons += _slider_colours_reasons(want)
     return reasons
 
 
