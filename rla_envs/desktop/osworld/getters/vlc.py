@@ -85,7 +85,7 @@ def get_vlc_playing_info(ctx: EvalContext, config: Mapping[str, Any]) -> str | N
     if reply.get("returncode") != 0:
         raise EvaluationError(f"vlc_playing_info: reading VLC's status failed: {reply.get('error')!r:.300}")
     try:
-        content = base64.b64decode(reply.get("output") or "", validate=True)
+        content = base64.b64decode((reply.get("output") or "").strip(), validate=True)
     except ValueError as exc:
         raise EvaluationError(f"vlc_playing_info: unexpected reply {reply.get('output')!r:.200}") from exc
     target = target_path(ctx, str(config.get("dest") or "status.xml"))
