@@ -32,7 +32,7 @@ from rla_envs.desktop.osworld.setup import EMPTY_HISTORY_TASK, EMPTY_HISTORY_URL
 from rla_envs.desktop.osworld.tasks import osworld_json
 
 __all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "default_has_app", "program_of",
-           "programs_of", "OPENERS", "REFUSED_STEPS"]
+           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_METRICS"]
 
 HasApp = Callable[[str], bool]
 
@@ -51,6 +51,15 @@ REFUSED_STEPS: dict[str, str] = {
     "login": "setup step 'login': signs in to a website (Google Drive), which needs the internet",
 }
 """Setup steps that stay refused, with the exact reason (the session has no internet)."""
+
+REFUSED_METRICS: dict[str, str] = {
+    "compare_audios": "metric 'compare_audios' is not supported: OSWorld scores librosa MFCCs aligned by fastdtw, "
+                      "which no light library reproduces",
+    "compare_videos": "metric 'compare_videos' is not supported: OSWorld decodes the frames with OpenCV",
+    "check_thunderbird_folder": "metric 'check_thunderbird_folder' is not supported: OSWorld's version scores 1 "
+                                "for any existing file",
+}
+"""OSWorld metrics that stay refused on purpose, with the exact reason."""
 
 _SHELL_WORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
                 "function", "[", "[[", "test", "echo", "cd", "export", "source", ".", "set", "unset", "true",
@@ -315,7 +324,7 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
         reasons.append(f"evaluator: conj {evaluator.get('conj')!r} is not 'and' or 'or'")
     for name, result, want, option in zip(names, results, expected, options):
         if not is_supported(name) or name == "infeasible":
-            reasons.append(f"metric '{name}' is not supported")
+            reasons.append(REFUSED_METRICS.get(name, f"metric '{name}' is not supported"))
             continue
         reasons += (_getter_reasons(result, cache, task_id, has_app)
                     + _getter_reasons(want, cache, task_id, has_app))

@@ -17,7 +17,7 @@ from rla_envs.desktop.osworld.getters import vlc as vlc_getters
 from rla_envs.desktop.osworld.getters.window import window_size_from_wmctrl
 from rla_envs.desktop.osworld.metrics import get_metric
 from rla_envs.desktop.osworld.metrics.thunderbird import read_filters
-from rla_envs.desktop.osworld.runnable import not_runnable_reasons
+from rla_envs.desktop.osworld.runnable import REFUSED_METRICS, not_runnable_reasons
 from tests.rla_envs.desktop.conftest import wait_until
 
 def _write(tmp_path, name, text):
@@ -234,7 +234,8 @@ def test_refusals_name_the_missing_piece():
     assert not_runnable_reasons(player, has_app=lambda name: name != "xdg-mime") == [
         "getter default_video_player: 'xdg-mime' is not installed"]
     audio = _task("compare_audios", {"type": "vm_file", "path": "/a.mp3", "dest": "a.mp3"}, None)
-    assert not_runnable_reasons(audio) == ["metric 'compare_audios' is not supported"]
+    assert not_runnable_reasons(audio) == [REFUSED_METRICS["compare_audios"]]
+    assert REFUSED_METRICS["compare_audios"].startswith("metric 'compare_audios' is not supported: ")
 
 
 OSWORLD_EVALUATORS = [  # as in OSWorld's vlc and thunderbird task files
