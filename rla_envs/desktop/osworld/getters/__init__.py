@@ -10,6 +10,8 @@ accessibility tree text. One module per app (or group), each with its own ``GETT
     chrome   tabs (DevTools), bookmarks, history, cookies, Preferences settings, desktop shortcuts
     gimp     gimp_config_file (GIMP 2.10's gimprc, sessionrc...)
     directories  list_directory (a folder's tree)
+    vlc      vlc_config (vlcrc), vlc_playing_info (its HTTP status), default_video_player
+    window   vm_screen_size, vm_window_size
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rla_envs.desktop.osworld.errors import EvaluationError
-from rla_envs.desktop.osworld.getters import chrome, directories, general, gimp
+from rla_envs.desktop.osworld.getters import chrome, directories, general, gimp, vlc, window
 from rla_envs.desktop.osworld.getters.context import EvalContext, Getter, dest_problem, file_entries
 
 __all__ = ["GETTERS", "EvalContext", "run_getter", "file_entries", "dest_problem"]
@@ -28,6 +30,8 @@ GETTERS: dict[str, Getter] = {
     **chrome.GETTERS,
     **gimp.GETTERS,
     **directories.GETTERS,
+    **vlc.GETTERS,
+    **window.GETTERS,
 }
 """The getters this env supports, by OSWorld ``type``."""
 

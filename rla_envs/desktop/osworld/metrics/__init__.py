@@ -10,6 +10,8 @@ python-docx load only when needed):
     table    compare_table (see its docstring for the rule types it supports)
     docx     compare_docx_files, compare_docx_tables
     chrome   tabs, URLs, bookmarks, history, cookies and settings of Chrome (is_expected_tabs, ...)
+    thunderbird  check_thunderbird_prefs (prefs.js), check_thunderbird_filter (msgFilterRules.dat)
+    vlc      vlcrc settings (check_qt_bgcone, ...), is_vlc_playing, is_vlc_recordings_folder, is_vlc_fullscreen
     docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
     images   two images compared: compare_images, compare_image_list, SSIM structure checks, brightness/saturation/
              contrast edits, mirror, palette (Pillow, numpy, scikit-image)
@@ -88,6 +90,18 @@ METRICS: dict[str, str] = {
     "check_green_background": "image_checks",
     "check_config_status": "config_files",
     "check_moved_jpgs": "directories",
+    "check_thunderbird_prefs": "thunderbird",
+    "check_thunderbird_filter": "thunderbird",
+    "is_vlc_playing": "vlc",
+    "is_vlc_recordings_folder": "vlc",
+    "is_vlc_fullscreen": "vlc",
+    "check_qt_bgcone": "vlc",
+    "check_qt_max_volume": "vlc",
+    "check_qt_minimal_view": "vlc",
+    "check_qt_slider_colours": "vlc",
+    "check_global_key_play_pause": "vlc",
+    "check_one_instance_when_started_from_file": "vlc",
+    "check_play_and_exit": "vlc",
     "infeasible": "",
 }
 """Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""
