@@ -205,7 +205,7 @@ APPEARANCE_PROBE = """new Promise((resolve) => {
     const prefs = (ui && ui.prefs) || {};
     const pref = (path) => path.split('.').reduce((node, key) => (node && typeof node === 'object' ? node[key] : undefined), prefs);
     const leaf = (path) => { const node = pref(path); return node && typeof node === 'object' && 'value' in node ? [node.value] : []; };
-    if (!pref('browser.theme') && Date.now() - started < %d) { setTimeout(read, 100); return; }
+    if (!Object.keys(prefs).length && Date.now() - started < %d) { setTimeout(read, 100); return; }
     const roots = [document];
     for (let i = 0; i < roots.length; i++) {
       for (const e of roots[i].querySelectorAll('*')) { if (e.shadowRoot) roots.push(e.shadowRoot); }
