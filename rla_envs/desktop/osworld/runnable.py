@@ -33,7 +33,8 @@ from rla_envs.desktop.osworld.setup import EMPTY_HISTORY_TASK, EMPTY_HISTORY_URL
 from rla_envs.desktop.osworld.tasks import osworld_json
 
 __all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "default_has_app", "program_of",
-           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_GETTERS"]
+           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_GETTERS",
+           "REFUSED_METRICS"]
 
 HasApp = Callable[[str], bool]
 
@@ -58,6 +59,11 @@ REFUSED_GETTERS: dict[str, str] = {
                                                "internet (it searches recreation.gov for the expected value)",
 }
 """Getters that stay refused, with the exact reason."""
+
+REFUSED_METRICS: dict[str, str] = {
+    "compare_image_text": "metric 'compare_image_text' needs OCR (easyocr), which is not installed",
+}
+"""OSWorld metrics that stay refused, with the exact reason."""
 
 _SHELL_WORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
                 "function", "[", "[[", "test", "echo", "cd", "export", "source", ".", "set", "unset", "true",
@@ -315,6 +321,9 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
     if evaluator.get("conj", "and") not in ("and", "or"):
         reasons.append(f"evaluator: conj {evaluator.get('conj')!r} is not 'and' or 'or'")
     for name, result, want, option in zip(names, results, expected, options):
+        if name in REFUSED_METRICS:
+            reasons.append(REFUSED_METRICS[name])
+            continue
         if not is_supported(name) or name == "infeasible":
             reasons.append(f"metric '{name}' is not supported")
             continue

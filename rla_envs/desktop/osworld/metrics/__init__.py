@@ -11,6 +11,11 @@ python-docx load only when needed):
     docx     compare_docx_files, compare_docx_tables
     chrome   tabs, URLs, bookmarks, history, cookies and settings of Chrome (is_expected_tabs, ...)
     docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
+    images   two images compared: compare_images, compare_image_list, SSIM structure checks, brightness/saturation/
+             contrast edits, mirror, palette (Pillow, numpy, scikit-image)
+    image_checks  one image's size, file size and layout (check_image_size, check_triangle_position, ...)
+    config_files  apps' config files: check_config_status (GIMP's gimprc/sessionrc)
+    directories  a folder's listing: check_moved_jpgs
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
 """
@@ -65,6 +70,24 @@ METRICS: dict[str, str] = {
     "check_enabled_experiments": "chrome",
     "check_font_size": "chrome",
     "is_added_to_steam_cart": "chrome",
+    "compare_images": "images",
+    "compare_image_list": "images",
+    "check_structure_sim": "images",
+    "check_structure_sim_resized": "images",
+    "check_structure_sim_with_threshold": "images",
+    "check_file_exists_and_structure_sim": "images",
+    "check_image_mirror": "images",
+    "check_palette_and_structure_sim": "images",
+    "check_brightness_decrease_and_structure_sim": "images",
+    "check_saturation_increase_and_structure_sim": "images",
+    "check_contrast_increase_and_structure_sim": "images",
+    "check_image_size": "image_checks",
+    "check_image_file_size": "image_checks",
+    "check_textbox_on_leftside": "image_checks",
+    "check_triangle_position": "image_checks",
+    "check_green_background": "image_checks",
+    "check_config_status": "config_files",
+    "check_moved_jpgs": "directories",
     "infeasible": "",
 }
 """Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""
