@@ -28,11 +28,12 @@ from rla_envs.desktop.osworld.getters import GETTERS, dest_problem
 from rla_envs.desktop.osworld.metrics import is_supported
 from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
 from rla_envs.desktop.osworld.metrics.table import CELL_STYLE_PROPS, CHART_PROPS, SUPPORTED_RULES
+from rla_envs.desktop.osworld.page_queries import html_parse_problem
 from rla_envs.desktop.osworld.setup import EMPTY_HISTORY_TASK, EMPTY_HISTORY_URL, STEP_TYPES
 from rla_envs.desktop.osworld.tasks import osworld_json
 
 __all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "default_has_app", "program_of",
-           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_METRICS"]
+           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_GETTERS", "REFUSED_METRICS"]
 
 HasApp = Callable[[str], bool]
 
@@ -51,6 +52,12 @@ REFUSED_STEPS: dict[str, str] = {
     "login": "setup step 'login': signs in to a website (Google Drive), which needs the internet",
 }
 """Setup steps that stay refused, with the exact reason (the session has no internet)."""
+
+REFUSED_GETTERS: dict[str, str] = {
+    "gotoRecreationPage_and_get_html_content": "getter 'gotoRecreationPage_and_get_html_content': needs the "
+                                               "internet (it searches recreation.gov for the expected value)",
+}
+"""Getters that stay refused, with the exact reason."""
 
 REFUSED_METRICS: dict[str, str] = {
     "compare_image_text": "metric 'compare_image_text' needs OCR (easyocr), which is not installed",
@@ -206,11 +213,15 @@ def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app:
     if not isinstance(config, Mapping):
         return [f"evaluator: a getter must be an object, got {type(config).__name__}"]
     kind = _name(config.get("type"))
+    if kind in REFUSED_GETTERS:
+        return [REFUSED_GETTERS[kind]]
     if kind not in GETTERS:
         return [f"getter '{kind}' is not supported"]
     reasons = []
     if kind == "rule_relativeTime":
         reasons += _relative_time_reasons(config.get("rules"))
+    if kind == "active_tab_html_parse" and html_parse_problem(config):
+        reasons.append(html_parse_problem(config))
     if kind in ("vm_command_line", "vm_command_error"):
         reasons += _program_reasons(f"getter {kind}", config.get("command"), has_app)
     if kind == "default_video_player":
