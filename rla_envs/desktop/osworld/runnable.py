@@ -35,7 +35,7 @@ from rla_envs.desktop.osworld.setup import EMPTY_HISTORY_TASK, EMPTY_HISTORY_URL
 from rla_envs.desktop.osworld.tasks import osworld_json
 
 __all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "default_has_app", "program_of",
-           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_GETTERS", "REFUSED_METRICS"]
+           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_GETTERS", "REFUSED_METRICS", "MISSING_SERVICES"]
 
 HasApp = Callable[[str], bool]
 
@@ -58,6 +58,8 @@ REFUSED_STEPS: dict[str, str] = {
 REFUSED_GETTERS: dict[str, str] = {
     "gotoRecreationPage_and_get_html_content": "getter 'gotoRecreationPage_and_get_html_content': needs the "
                                                "internet (it searches recreation.gov for the expected value)",
+    "info_from_website": "getter 'info_from_website': needs the internet (it reads the expected values from a "
+                         "live web page)",
 }
 """Getters that stay refused, with the exact reason."""
 
@@ -70,6 +72,12 @@ REFUSED_METRICS: dict[str, str] = {
                                 "for any existing file",
 }
 """OSWorld metrics that stay refused on purpose, with the exact reason."""
+
+MISSING_SERVICES: dict[str, str] = {
+    "timedatectl": "needs systemd's time service (timedatectl), which the session does not run",
+    "org.gnome.shell": "needs GNOME Shell's settings (org.gnome.shell), which the openbox session does not have",
+}
+"""Text in a command -> why the session cannot serve it (a service or desktop it does not run)."""
 
 _SHELL_WORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
                 "function", "[", "[[", "test", "echo", "cd", "export", "source", ".", "set", "unset", "true",
@@ -174,7 +182,7 @@ def steps_reasons(steps: Any, *, phase: str, cache: FileCache, task_id: str | No
             if any(_SUDO.search(text) for text in _texts(command)):
                 reasons.append(f"{label}: needs sudo (the password), which the session does not grant")
                 continue
-            reasons += _program_reasons(label, command, has_app)
+            reasons += _program_reasons(label, command, has_app) + _service_reasons(label, command)
     return reasons
 
 
@@ -198,6 +206,12 @@ def _program_reasons(label: str, command: Any, has_app: HasApp) -> list[str]:
     """
     return [f"{label}: '{program}' is not installed" for program in dict.fromkeys(programs_of(command))
             if ("/" not in program or program.startswith("/")) and not has_app(program)]
+
+
+def _service_reasons(label: str, command: Any) -> list[str]:
+    """``["<label>: needs ..."]`` for each service of :data:`MISSING_SERVICES` the command uses."""
+    return [f"{label}: {why}" for text, why in MISSING_SERVICES.items()
+            if any(text in part for part in _texts(command))]
 
 
 def _name(value: Any) -> str | None:
@@ -226,6 +240,7 @@ def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app:
         reasons.append(html_parse_problem(config))
     if kind in ("vm_command_line", "vm_command_error"):
         reasons += _program_reasons(f"getter {kind}", config.get("command"), has_app)
+        reasons += _service_reasons(f"getter {kind}", config.get("command"))
     if kind == "vm_terminal_output" and not has_app(TERMINAL_APP):
         reasons.append(f"getter 'vm_terminal_output': '{TERMINAL_APP}' is not installed")
     if kind == "default_video_player":

@@ -105,6 +105,23 @@ def test_sudo_is_not_available():
     assert _reasons(task) == ["execute: needs sudo (the password), which the session does not grant"]
 
 
+def test_services_the_session_does_not_run():
+    timezone = _task(func="is_utc_0", result={"type": "vm_command_line", "command": "timedatectl status",
+                                              "shell": True}, expected=None)
+    assert _reasons(timezone) == [
+        "getter vm_command_line: needs systemd's time service (timedatectl), which the session does not run"]
+    favourites = "export DBUS_SESSION_BUS_ADDRESS=x\ngsettings set org.gnome.shell favorite-apps \"['a.desktop']\""
+    assert _reasons(_task([{"type": "execute", "parameters": {"command": favourites, "shell": True}}])) == [
+        "execute: needs GNOME Shell's settings (org.gnome.shell), which the openbox session does not have"]
+    wallpaper = "gsettings get org.gnome.desktop.background picture-uri"
+    assert _reasons(_task(result={"type": "vm_command_line", "command": wallpaper, "shell": True})) == []
+
+
+def test_live_web_pages_are_refused():
+    assert _reasons(_task(func="literal_match", expected={"type": "info_from_website", "url": "https://x.org"})) == [
+        "getter 'info_from_website': needs the internet (it reads the expected values from a live web page)"]
+
+
 def test_unsupported_metrics_and_getters():
     assert _reasons(_task(func="compare_pptx_files")) == ["metric 'compare_pptx_files' is not supported"]
     assert _reasons(_task(result={"type": "an_unknown_getter"})) == ["getter 'an_unknown_getter' is not supported"]

@@ -4,7 +4,8 @@ A metric is called as OSWorld calls it: ``metric(result, expected, **options)`` 
 ``expected`` getter, else ``metric(result, **options)``. Modules (imported on first use, so openpyxl and
 python-docx load only when needed):
 
-    text     compare_text_file, diff_text_file, file_contains, check_list, compare_csv
+    text     compare_text_file, diff_text_file, file_contains, check_list, compare_csv, compare_result_files,
+             compare_python_pure_text, check_line_number
     general  check_include_exclude, exact_match, match_in_list, is_in_list, literal_match,
              check_direct_json_object
     table    compare_table (see its docstring for the rule types it supports)
@@ -20,7 +21,12 @@ python-docx load only when needed):
     images   two images compared: compare_images, compare_image_list, SSIM structure checks, brightness/saturation/
              contrast edits, mirror, palette (Pillow, numpy, scikit-image)
     image_checks  one image's size, file size and layout (check_image_size, check_triangle_position, ...)
-    config_files  apps' config files: check_config_status (GIMP's gimprc/sessionrc)
+    config_files  apps' config files: check_config_status (GIMP's gimprc/sessionrc), find_default_font
+                  (LibreOffice's registrymodifications.xcu)
+    os_settings  OS settings from command output: is_utc_0, check_gnome_favorite_apps, is_in_vm_clickboard
+    sheet_columns  a column of a workbook: compare_conference_city_in_order
+    html_pages  compare_htmls (BeautifulSoup's parse trees, node by node)
+    slide_master  a presentation's slide master: check_page_number_colors
     directories  a folder's listing: check_moved_jpgs
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
@@ -40,6 +46,9 @@ METRICS: dict[str, str] = {
     "file_contains": "text",
     "check_list": "text",
     "compare_csv": "text",
+    "compare_result_files": "text",
+    "compare_python_pure_text": "text",
+    "check_line_number": "text",
     "check_include_exclude": "general",
     "exact_match": "general",
     "match_in_list": "general",
@@ -102,6 +111,13 @@ METRICS: dict[str, str] = {
     "check_triangle_position": "image_checks",
     "check_green_background": "image_checks",
     "check_config_status": "config_files",
+    "find_default_font": "config_files",
+    "is_utc_0": "os_settings",
+    "check_gnome_favorite_apps": "os_settings",
+    "is_in_vm_clickboard": "os_settings",
+    "compare_conference_city_in_order": "sheet_columns",
+    "compare_htmls": "html_pages",
+    "check_page_number_colors": "slide_master",
     "check_moved_jpgs": "directories",
     "check_thunderbird_prefs": "thunderbird",
     "check_thunderbird_filter": "thunderbird",

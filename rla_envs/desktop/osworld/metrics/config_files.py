@@ -1,4 +1,5 @@
-"""Metrics over apps' own config files: ``check_config_status`` (GIMP's ``gimprc``/``sessionrc``).
+"""Metrics over apps' own config files: ``check_config_status`` (GIMP's ``gimprc``/``sessionrc``) and
+``find_default_font`` (LibreOffice's ``registrymodifications.xcu``).
 
 GIMP writes its settings as one s-expression per line, ``(theme "Light")``, ``(undo-levels 100)``; nested
 entries put their children on lines of their own, ``    (width 1920)``. A missing file (None) scores 0.
@@ -6,12 +7,13 @@ entries put their children on lines of their own, ``    (width 1920)``. A missin
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Mapping
 from typing import Any
 
 from rla_envs.desktop.osworld.errors import EvaluationError
 
-__all__ = ["check_config_status", "setting_words"]
+__all__ = ["check_config_status", "find_default_font", "setting_words"]
 
 
 def setting_words(line: str) -> list[str]:
@@ -45,3 +47,28 @@ def check_config_status(result: str | None, rule: Any) -> float:
         if isinstance(key, list) and len(key) == 2 and words[:2] == key and words[-1] == value:
             return 1.0
     return 0.0
+
+
+_OOR = "{http://openoffice.org/2001/registry}"
+_WRITER_DEFAULT_FONT = "/org.openoffice.Office.Writer/DefaultFont"
+
+
+def find_default_font(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
+    """1 when LibreOffice's user settings (``registrymodifications.xcu``) make ``rules["font_name"]`` Writer's
+    default (``Standard``) font; the last such entry counts. A missing or unparsable file scores 0."""
+    expected = rules["font_name"]
+    if not result:
+        return 0.0
+    try:
+        root = ElementTree.parse(result).getroot()
+    except (OSError, ElementTree.ParseError):
+        return 0.0
+    font = None
+    for item in root.iter("item"):
+        if item.get(f"{_OOR}path") != _WRITER_DEFAULT_FONT:
+            continue
+        for prop in item.iter("prop"):
+            if prop.get(f"{_OOR}name") == "Standard":
+                for value in prop.findall("value"):
+                    font = value.text
+    return float(font == expected)

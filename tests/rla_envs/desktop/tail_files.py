@@ -1,0 +1,48 @@
+"""Files the long-tail metric tests write: LibreOffice settings, city workbooks, HTML pages, slide masters."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+_XCU_HEAD = ('<?xml version="1.0" encoding="UTF-8"?>\n<oor:items xmlns:oor="http://openoffice.org/2001/registry" '
+             'xmlns:xs="http://www.w3.org/2001/XMLSchema">\n')
+
+
+def write_xcu(path: Path, fonts: dict[str, str], extra_path: str | None = None) -> str:
+    """A ``registrymodifications.xcu`` setting Writer's default fonts (``{"Standard": "Times New Roman"}``)."""
+    items = [f'<item oor:path="/org.openoffice.Office.Writer/DefaultFont"><prop oor:name="{name}" oor:op="fuse">'
+             f'<value>{font}</value></prop></item>' for name, font in fonts.items()]
+    if extra_path:
+        items.append(f'<item oor:path="{extra_path}"><prop oor:name="Standard" oor:op="fuse">'
+                     f'<value>Comic Sans</value></prop></item>')
+    path.write_text(_XCU_HEAD + "\n".join(items) + "\n</oor:items>\n", encoding="utf-8")
+    return str(path)
+
+
+def write_cities(path: Path, cities: list) -> str:
+    """A workbook whose active sheet lists conference, year and city (column C) from row 2."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["Conference", "Year", "City"])
+    for index, city in enumerate(cities):
+        sheet.append(["ICML", 2013 + index, city])
+    book.save(path)
+    return str(path)
+
+
+_MASTER = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+           '<p:sldMaster xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+           'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"><p:cSld><p:spTree>{fills}'
+           '</p:spTree></p:cSld></p:sldMaster>')
+
+
+def write_master(path: Path, colours: list[str]) -> str:
+    """A minimal .pptx zip whose first slide master has one solid fill of each colour (``"FF0000"``), in order."""
+    fills = "".join(f'<p:sp><p:spPr><a:solidFill><a:srgbClr val="{c}"/></a:solidFill></p:spPr></p:sp>'
+                    for c in colours)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("ppt/slideMasters/slideMaster1.xml", _MASTER.format(fills=fills))
+    return str(path)
