@@ -46,3 +46,20 @@ def write_master(path: Path, colours: list[str]) -> str:
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("ppt/slideMasters/slideMaster1.xml", _MASTER.format(fills=fills))
     return str(path)
+
+
+def write_word_table(path: Path, words: list[tuple[str, tuple[int, int, int] | None]], title: str = "Dolch words") -> str:
+    """A .docx with a title paragraph and a one-row table, one word a cell, each run coloured as given (None: no
+    colour of its own)."""
+    import docx
+    from docx.shared import RGBColor
+
+    document = docx.Document()
+    document.add_paragraph(title)
+    table = document.add_table(rows=1, cols=len(words))
+    for cell, (word, colour) in zip(table.rows[0].cells, words):
+        run = cell.paragraphs[0].add_run(word)
+        if colour is not None:
+            run.font.color.rgb = RGBColor(*colour)
+    document.save(path)
+    return str(path)

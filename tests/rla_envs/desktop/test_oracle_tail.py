@@ -9,7 +9,7 @@ import pytest
 
 from rla_envs.desktop.osworld.metrics import get_metric
 from tests.rla_envs.desktop.osworld_oracle import oracle_metric
-from tests.rla_envs.desktop.tail_files import write_cities, write_master, write_xcu
+from tests.rla_envs.desktop.tail_files import write_cities, write_master, write_word_table, write_xcu
 
 pytestmark = pytest.mark.oracle
 
@@ -122,3 +122,15 @@ def test_check_page_number_colors(tmp_path):
     files = [write_master(tmp_path / f"m{i}.pptx", f) for i, f in enumerate(fills)]
     cases = [((f, {"color": c}), {}) for f in files for c in ("red", "green", "blue", "black", "purple")]
     assert _agree("check_page_number_colors", "slides", cases) == 40
+
+
+def test_evaluate_colored_words_in_tables(tmp_path):
+    red, blue = (255, 0, 0), (0, 0, 255)
+    gold = write_word_table(tmp_path / "gold.docx", [("and", None), ("big", None), ("Up", None)])
+    colourings = [(red, blue, red), ((250, 3, 0), blue, (255, 8, 8)), (blue, blue, red), ((200, 0, 0), blue, red),
+                  (red, (0, 0, 230), red), (red, blue, (0, 0, 0)), (red, (20, 20, 255), red)]
+    files = [write_word_table(tmp_path / f"w{i}.docx", list(zip(["and", "big", "Up"], c)))
+             for i, c in enumerate(colourings)]
+    files.append(write_word_table(tmp_path / "text.docx", [("and", red), ("big", blue), ("Up", red)], "Words"))
+    cases = [((f, gold), options) for f in files for options in ({}, {"threshold": 20})]
+    assert _agree("evaluate_colored_words_in_tables", "docs", cases) == 16

@@ -4,7 +4,7 @@ import pytest
 
 from rla_envs.desktop.osworld.errors import EvaluationError
 from rla_envs.desktop.osworld.metrics import get_metric
-from tests.rla_envs.desktop.tail_files import write_cities, write_master, write_xcu
+from tests.rla_envs.desktop.tail_files import write_cities, write_master, write_word_table, write_xcu
 
 CITIES = ["Scottsdale", ["Lake Tahoe", "Stateline"], ["Montreal", "Montréal"]]
 
@@ -125,3 +125,18 @@ def test_check_page_number_colors_needs_a_presentation(tmp_path):
     metric = get_metric("check_page_number_colors")
     assert metric(None, {"color": "red"}) == 0.0
     assert metric(_text(tmp_path, "x.pptx", "text"), {"color": "red"}) == 0.0
+
+
+RED, BLUE = (255, 0, 0), (0, 0, 255)
+
+
+def test_evaluate_colored_words_in_tables(tmp_path):
+    metric = get_metric("evaluate_colored_words_in_tables")
+    gold = write_word_table(tmp_path / "gold.docx", [("and", None), ("big", None)])
+    assert metric(write_word_table(tmp_path / "a.docx", [("and", RED), ("big", BLUE)]), gold) == 1.0
+    assert metric(write_word_table(tmp_path / "b.docx", [("and", (250, 3, 0)), ("big", BLUE)]), gold) == 1.0  # close
+    assert metric(write_word_table(tmp_path / "c.docx", [("and", BLUE), ("big", BLUE)]), gold) == 0.0
+    assert metric(write_word_table(tmp_path / "d.docx", [("and", (200, 0, 0)), ("big", BLUE)]), gold) == 0.0
+    assert metric(write_word_table(tmp_path / "e.docx", [("and", RED), ("big", None)]), gold) == 0.0  # uncoloured
+    assert metric(write_word_table(tmp_path / "f.docx", [("and", RED), ("big", BLUE)], "Words"), gold) == 0.0
+    assert metric(None, gold) == 0.0

@@ -72,6 +72,7 @@ METRICS: dict[str, str] = {
     "compare_unique_train_records": "docx_format",
     "compare_docx_images": "docx_format",
     "fuzzy_place_math": "docx_format",
+    "evaluate_colored_words_in_tables": "docx_format",
     "is_expected_active_tab": "chrome",
     "is_expected_active_tab_approximate": "chrome",
     "is_expected_url_pattern_match": "chrome",
