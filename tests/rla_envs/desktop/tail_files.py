@@ -63,3 +63,20 @@ def write_word_table(path: Path, words: list[tuple[str, tuple[int, int, int] | N
             run.font.color.rgb = RGBColor(*colour)
     document.save(path)
     return str(path)
+
+
+def write_epub(path: Path, chapters: dict[str, str], *, book_id: str = "urn:uuid:1", title: str = "Pass Through",
+               toc: bool = True) -> str:
+    """A flat EPUB as Calibre writes one: ``toc.ncx``, ``content.opf`` and one HTML file a chapter."""
+    nav = "".join(f'\n    <navPoint id="n{i}" playOrder="{i}"><navLabel><text>{name}</text></navLabel>'
+                  f'<content src="{name}"/></navPoint>' for i, name in enumerate(chapters))
+    opf = (f'<?xml version="1.0"?>\n<package xmlns="http://www.idpf.org/2007/opf">\n<metadata>\n'
+           f'<dc:title>{title}</dc:title>\n<dc:identifier id="id">{book_id}</dc:identifier>\n</metadata>\n</package>\n')
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+        if toc:
+            archive.writestr("toc.ncx", f'<?xml version="1.0"?>\n<ncx>\n<navMap>{nav}\n</navMap>\n</ncx>\n')
+        archive.writestr("content.opf", opf)
+        for name, body in chapters.items():
+            archive.writestr(name, f"<html>\r\n<head><title>{title}</title></head>\n<body>\n{body}\n</body></html>\n")
+    return str(path)

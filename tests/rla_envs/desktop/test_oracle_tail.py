@@ -9,7 +9,7 @@ import pytest
 
 from rla_envs.desktop.osworld.metrics import get_metric
 from tests.rla_envs.desktop.osworld_oracle import oracle_metric
-from tests.rla_envs.desktop.tail_files import write_cities, write_master, write_word_table, write_xcu
+from tests.rla_envs.desktop.tail_files import write_cities, write_epub, write_master, write_word_table, write_xcu
 
 pytestmark = pytest.mark.oracle
 
@@ -134,3 +134,19 @@ def test_evaluate_colored_words_in_tables(tmp_path):
     files.append(write_word_table(tmp_path / "text.docx", [("and", red), ("big", blue), ("Up", red)], "Words"))
     cases = [((f, gold), options) for f in files for options in ({}, {"threshold": 20})]
     assert _agree("evaluate_colored_words_in_tables", "docs", cases) == 16
+
+
+def test_compare_epub(tmp_path):
+    chapters = {"index_split_000.html": "<p>Chapter 1</p><p>It rained.</p>",
+                "index_split_001.html": "<p>Chapter 2</p>\n<p>It snowed.</p>"}
+    changed = dict(chapters, **{"index_split_001.html": "<p>Chapter 2</p><p>It hailed.</p>"})
+    extra = dict(chapters, **{"index_split_002.html": "<p>Chapter 3</p>"})
+    fewer = {"index_split_000.html": chapters["index_split_000.html"]}
+    books = [write_epub(tmp_path / "same.epub", chapters, book_id="urn:uuid:2"),
+             write_epub(tmp_path / "changed.epub", changed), write_epub(tmp_path / "extra.epub", extra),
+             write_epub(tmp_path / "fewer.epub", fewer), write_epub(tmp_path / "title.epub", chapters, title="Other"),
+             write_epub(tmp_path / "notoc.epub", chapters, toc=False), *_texts(tmp_path, ["not a zip"])]
+    gold = write_epub(tmp_path / "gold.epub", chapters)
+    gold_without_toc = write_epub(tmp_path / "gold2.epub", chapters, toc=False)
+    cases = [((book, g), {}) for book in books for g in (gold, gold_without_toc)] + [((None, gold), {})]
+    assert _agree("compare_epub", "others", cases) == 15

@@ -4,7 +4,7 @@ import pytest
 
 from rla_envs.desktop.osworld.errors import EvaluationError
 from rla_envs.desktop.osworld.metrics import get_metric
-from tests.rla_envs.desktop.tail_files import write_cities, write_master, write_word_table, write_xcu
+from tests.rla_envs.desktop.tail_files import write_cities, write_epub, write_master, write_word_table, write_xcu
 
 CITIES = ["Scottsdale", ["Lake Tahoe", "Stateline"], ["Montreal", "Montréal"]]
 
@@ -140,3 +140,22 @@ def test_evaluate_colored_words_in_tables(tmp_path):
     assert metric(write_word_table(tmp_path / "e.docx", [("and", RED), ("big", None)]), gold) == 0.0  # uncoloured
     assert metric(write_word_table(tmp_path / "f.docx", [("and", RED), ("big", BLUE)], "Words"), gold) == 0.0
     assert metric(None, gold) == 0.0
+
+
+CHAPTERS = {"index_split_000.html": "<p>Chapter 1</p><p>It rained.</p>",
+            "index_split_001.html": "<p>Chapter 2</p><p>It snowed.</p>"}
+
+
+def test_compare_epub(tmp_path):
+    metric = get_metric("compare_epub")
+    gold = write_epub(tmp_path / "gold.epub", CHAPTERS)
+    # a new identifier and navigation ids: the same book
+    assert metric(write_epub(tmp_path / "same.epub", CHAPTERS, book_id="urn:uuid:2"), gold) == 1.0
+    changed = dict(CHAPTERS, **{"index_split_001.html": "<p>Chapter 2</p><p>It hailed.</p>"})
+    partial = metric(write_epub(tmp_path / "changed.epub", changed), gold)
+    assert 0.5 < partial < 1.0
+    assert metric(write_epub(tmp_path / "title.epub", CHAPTERS, title="Other"), gold) < partial
+    assert metric(_text(tmp_path, "x.epub", "not a zip"), gold) == 0.0
+    assert metric(None, gold) == 0.0
+    with pytest.raises(EvaluationError, match="reference EPUB"):
+        metric(gold, _text(tmp_path, "y.epub", "not a zip"))

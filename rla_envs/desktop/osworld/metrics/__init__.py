@@ -27,6 +27,7 @@ python-docx load only when needed):
     sheet_columns  a column of a workbook: compare_conference_city_in_order
     html_pages  compare_htmls (BeautifulSoup's parse trees, node by node)
     slide_master  a presentation's slide master: check_page_number_colors
+    ebooks   compare_epub (an EPUB's parts, line by line)
     directories  a folder's listing: check_moved_jpgs
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
@@ -119,6 +120,7 @@ METRICS: dict[str, str] = {
     "compare_conference_city_in_order": "sheet_columns",
     "compare_htmls": "html_pages",
     "check_page_number_colors": "slide_master",
+    "compare_epub": "ebooks",
     "check_moved_jpgs": "directories",
     "check_thunderbird_prefs": "thunderbird",
     "check_thunderbird_filter": "thunderbird",
