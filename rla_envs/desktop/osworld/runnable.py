@@ -26,6 +26,7 @@ from rla_envs.desktop.controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSI
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.getters import GETTERS, dest_problem
 from rla_envs.desktop.osworld.getters.terminal import TERMINAL_APP
+from rla_envs.desktop.osworld.getters.wallpaper import WALLPAPER_COMMAND
 from rla_envs.desktop.osworld.metrics import is_supported
 from rla_envs.desktop.osworld.metrics.archive import FILE_TYPE_METRICS
 from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
@@ -243,6 +244,10 @@ def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app:
         reasons += _service_reasons(f"getter {kind}", config.get("command"))
     if kind == "vm_terminal_output" and not has_app(TERMINAL_APP):
         reasons.append(f"getter 'vm_terminal_output': '{TERMINAL_APP}' is not installed")
+    if kind == "vm_wallpaper":
+        reasons += _program_reasons(f"getter {kind}", WALLPAPER_COMMAND, has_app)
+        problem = dest_problem(str(config.get("dest") or ""))
+        reasons += [f"getter '{kind}': {problem}"] if problem else []
     if kind == "default_video_player":
         reasons += _program_reasons(f"getter {kind}", ["xdg-mime"], has_app)
     if kind in ("vm_file", "cloud_file"):

@@ -2,7 +2,10 @@
 
 import pytest
 
+from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.errors import EvaluationError
+from rla_envs.desktop.osworld.getters import EvalContext, run_getter
+from rla_envs.desktop.osworld.getters.wallpaper import WALLPAPER_COMMAND, wallpaper_path
 from rla_envs.desktop.osworld.metrics import get_metric
 from tests.rla_envs.desktop.tail_files import write_cities, write_epub, write_master, write_word_table, write_xcu
 
@@ -159,3 +162,40 @@ def test_compare_epub(tmp_path):
     assert metric(None, gold) == 0.0
     with pytest.raises(EvaluationError, match="reference EPUB"):
         metric(gold, _text(tmp_path, "y.epub", "not a zip"))
+
+
+class WallpaperClient:
+    """A session whose background setting prints ``setting`` and whose files are ``files``."""
+
+    def __init__(self, setting, files):
+        self.setting, self.files, self.commands = setting, files, []
+
+    def execute(self, command, *, shell=False, timeout=120.0):
+        self.commands.append(command)
+        return {"status": "success", "output": self.setting, "error": "", "returncode": 0}
+
+    def get_file(self, path):
+        return self.files.get(path)
+
+
+@pytest.mark.parametrize(("setting", "path"), [
+    ("'file:///home/user/Pictures/my%20bg.png'\n", "/home/user/Pictures/my bg.png"),
+    ("'/home/user/bg.png'", "/home/user/bg.png"),
+    ("''\n", None), ("", None), (None, None), ("'relative.png'", None), ("'https://x.org/bg.png'", None),
+])
+def test_wallpaper_path(setting, path):
+    assert wallpaper_path(setting) == path
+
+
+def test_vm_wallpaper_copies_the_image_the_setting_names(tmp_path):
+    client = WallpaperClient("'file:///home/user/Desktop/frame.png'\n", {"/home/user/Desktop/frame.png": b"PNG"})
+    ctx = EvalContext(client=client, cache=FileCache(None), task_id=None, workdir=tmp_path)
+    local = run_getter(ctx, {"type": "vm_wallpaper", "dest": "background.png"})
+    assert local == str(tmp_path / "background.png") and (tmp_path / "background.png").read_bytes() == b"PNG"
+    assert client.commands == [WALLPAPER_COMMAND]
+    unset = EvalContext(client=WallpaperClient("''\n", {}), cache=FileCache(None), task_id=None, workdir=tmp_path)
+    assert (tmp_path / "none.png").exists() is False
+    run_getter(unset, {"type": "vm_wallpaper", "dest": "none.png"})
+    assert (tmp_path / "none.png").read_bytes() == b""  # empty, as OSWorld leaves it: image metrics score 0
+    with pytest.raises(EvaluationError, match="must be a file name"):
+        run_getter(ctx, {"type": "vm_wallpaper", "dest": "../x.png"})
