@@ -11,6 +11,7 @@ python-docx load only when needed):
     docx     compare_docx_files, compare_docx_tables
     chrome   tabs, URLs, bookmarks, history, cookies and settings of Chrome (is_expected_tabs, ...)
     docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
+    slides   compare_pptx_files (PowerPoint structure, text and formatting, with OSWorld's options)
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
 """
@@ -65,6 +66,7 @@ METRICS: dict[str, str] = {
     "check_enabled_experiments": "chrome",
     "check_font_size": "chrome",
     "is_added_to_steam_cart": "chrome",
+    "compare_pptx_files": "slides",
     "infeasible": "",
 }
 """Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""

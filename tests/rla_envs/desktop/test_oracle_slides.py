@@ -1,0 +1,162 @@
+"""Differential tests: our PowerPoint metrics score what OSWorld's functions of the same name score.
+
+Each deck is made here (``pptx_factory``): the reference deck, near misses that change one property (with and
+without the option that switches its check off), and wrong decks. ``oracle_metric`` is desktop-env's function.
+"""
+
+import logging
+
+import pytest
+from pptx.enum.text import MSO_UNDERLINE, PP_ALIGN
+from pptx.exc import PackageNotFoundError
+
+from rla_envs.desktop.osworld.errors import EvaluationError
+
+from rla_envs.desktop.osworld.metrics import get_metric
+from tests.rla_envs.desktop.osworld_oracle import oracle_metric
+from tests.rla_envs.desktop.pptx_factory import Deck, make_deck
+
+pytestmark = pytest.mark.oracle
+
+BASE = Deck()
+MOVED_RECTANGLE = (5029200 + 914400, 1828800, 1828800, 914400)
+
+COMPARE_CASES = [
+    (BASE, {}),
+    (BASE.but(title="Quarterly preview"), {}),
+    (BASE.but(title="Quarterly preview"), {"examine_text": False}),
+    (BASE.but(body=(("Revenue fell", 0), ("Costs fell", 1))), {}),
+    (BASE.but(body=(("Revenue grew", 0), ("Costs fell", 0))), {}),
+    (BASE.but(body=(("Revenue grew", 0), ("Costs fell", 0))), {"examine_indent": False}),
+    (BASE.but(body=(("Revenue grew", 0), ("Costs fell", 0))), {"examine_indent": False, "examine_bullets": False}),
+    (BASE.but(font_name="Liberation Sans"), {}),
+    (BASE.but(font_name="Liberation Sans"), {"examine_font_name": False}),
+    (BASE.but(font_size=24), {}),
+    (BASE.but(font_size=24), {"examine_font_size": False}),
+    (BASE.but(bold=False), {}),
+    (BASE.but(bold=False), {"examine_font_bold": False}),
+    (BASE.but(italic=True), {}),
+    (BASE.but(italic=False), {}),
+    (BASE.but(italic=True), {"examine_font_italic": False}),
+    (BASE.but(underline=True), {}),
+    (BASE.but(underline=False), {}),
+    (BASE.but(underline=MSO_UNDERLINE.DOUBLE_LINE), {}),
+    (BASE.but(underline=True), {"examine_font_underline": False}),
+    (BASE.but(color=(0xFF, 0, 0)), {}),
+    (BASE.but(color=None), {}),
+    (BASE.but(color=(0xFF, 0, 0)), {"examine_color_rgb": False}),
+    (BASE.but(strike="sngStrike"), {}),
+    (BASE.but(strike="noStrike"), {}),
+    (BASE.but(strike="sngStrike"), {"examine_strike_through": False}),
+    (BASE.but(alignment=PP_ALIGN.CENTER), {}),
+    (BASE.but(alignment=PP_ALIGN.LEFT), {}),
+    (BASE.but(alignment=PP_ALIGN.CENTER), {"examine_alignment": False}),
+    (BASE.but(bullet="\u2022"), {}),
+    (BASE.but(bullet="\u2022"), {"examine_bullets": False}),
+    (BASE.but(notes="Speak fast"), {}),
+    (BASE.but(notes=""), {}),
+    (BASE.but(notes="Speak fast"), {"examine_note": False}),
+    (BASE.but(background=(0, 0, 0xFF)), {}),
+    (BASE.but(background=None), {}),
+    (BASE.but(background=(0, 0, 0xFF)), {"examine_background_color": False}),
+    (BASE.but(box=(914400 + 2000, 1828800, 3657600, 914400)), {}),
+    (BASE.but(box=(914400 + 90000, 1828800, 3657600, 914400)), {}),
+    (BASE.but(box=(914400 + 90000, 1828800, 3657600, 914400)), {"examine_shape": False}),
+    (BASE.but(box=(914400 + 7000, 1828800, 3657600, 914400)), {"approximately_tolerance": 0.01}),
+    (BASE.but(picture=(914400, 3200400, 2286000, 1714500)), {"examine_shape": False, "examine_image_size": True}),
+    (BASE.but(picture=(1828800, 3200400, 1828800, 1371600)), {"examine_shape": False, "examine_image_size": True}),
+    (BASE.but(box=(1828800, 1828800, 3657600, 914400)), {"examine_shape": False, "examine_image_size": True}),
+    (BASE.but(picture=(914400, 3200400, 1828800, 1600000)), {"examine_shape": False, "examine_modify_height": True}),
+    (BASE.but(picture=(914400, 3200400, 2000000, 1371600)), {"examine_shape": False, "examine_modify_height": True}),
+    (BASE.but(rectangle=(5029200, 1828800, 1828800, 1100000)),
+     {"examine_shape": False, "examine_modify_height": True}),
+    (BASE.but(rectangle=MOVED_RECTANGLE), {"examine_shape": False, "examine_right_position": True}),
+    (BASE.but(picture=(914400, 3000000, 1828800, 1371600)), {"examine_shape": False, "examine_right_position": True}),
+    (BASE.but(picture=(914400, 1700000, 1828800, 1371600)), {"examine_shape": False, "examine_top_position": True}),
+    (BASE.but(picture=(914400, 3000000, 1828800, 1371600)), {"examine_shape": False, "examine_top_position": True}),
+    (BASE.but(table_top=3800000), {"examine_shape": False, "examine_table_bottom_position": True}),
+    (BASE.but(table_top=3000000), {"examine_shape": False, "examine_table_bottom_position": True}),
+    (BASE.but(box=(1828800, 1828800, 3657600, 914400)),
+     {"examine_shape": False, "examine_table_bottom_position": True}),
+    (BASE, {"examine_shape": False, "examine_title_bottom_position": True}),
+    (BASE.but(box=(1828800, 1828800, 3657600, 914400)),
+     {"examine_shape": False, "examine_title_bottom_position": True}),
+    (BASE.but(box=(1828800, 1828800, 3657600, 914400)), {"examine_shape_for_shift_size": True}),
+    (BASE.but(slide_count=2), {}),
+    (BASE.but(slide_count=4), {"examine_number_of_slides": False}),
+    (BASE.but(extra_shape=True), {}),
+    (BASE.but(table_bold=True), {}),
+    (BASE.but(table_bold=True), {"examine_font_bold": False}),
+    (BASE.but(table_bold=False), {}),
+    (BASE.but(table_color=(0, 0x80, 0)), {}),
+    (BASE.but(table_color=(0, 0x80, 0)), {"examine_color_rgb": False}),
+    (BASE.but(table_cells=(("Item", "Cost"), ("Tea", "3"))), {}),
+    (BASE.but(group_text="moved"), {}),
+    (BASE.but(group_text="moved"), {"examine_alignment": False}),
+    (BASE.but(group_alignment=PP_ALIGN.RIGHT), {}),
+    (BASE.but(second_run=None), {}),
+    (BASE.but(picture_color="blue"), {}),
+]
+"""(result deck, options) pairs, each compared with the reference deck BASE."""
+
+PAIR_CASES = [
+    # (result deck, reference deck, options, the score both give)
+    (BASE.but(table_color=(0, 0x80, 0)), BASE.but(table_color=(0, 0, 0x80)), {}, 0.0),
+    (BASE.but(table_color=(0, 0x80, 0)), BASE.but(table_color=(0, 0, 0x80)), {"examine_color_rgb": False}, 1.0),
+    (BASE.but(underline=True), BASE.but(underline=MSO_UNDERLINE.DOUBLE_LINE), {}, 0.0),
+    (BASE.but(italic=None), BASE.but(italic=False), {}, 1.0),
+    # an empty run writes <a:t/>, on which OSWorld's bullet reader fails, so it skips the bullet check
+    (BASE.but(second_run="", bullet="\u2022"), BASE.but(second_run=""), {}, 1.0),
+    (BASE.but(second_run="", bullet="\u2022"), BASE.but(second_run="", bullet="-"), {}, 1.0),
+    (BASE.but(bullet="\u2022"), BASE.but(bullet="-"), {}, 0.0),
+    (BASE.but(bullet="\u2022"), BASE.but(bullet="\u2022"), {}, 1.0),
+]
+
+
+@pytest.fixture(autouse=True)
+def _quiet_oracle_debug_log():
+    """OSWorld's compare_pptx_files turns on its debug log on every call; keep the test output readable."""
+    yield
+    logger = logging.getLogger("desktopenv.metric.slides.debug")
+    logger.handlers.clear()
+    logger.setLevel(logging.WARNING)
+
+
+def _score_both(name, module, args, kwargs):
+    ours = get_metric(name)(*args, **kwargs)
+    theirs = oracle_metric(module, name)(*args, **kwargs)
+    return ours, theirs
+
+
+def test_compare_pptx_files_agrees_with_osworld(tmp_path):
+    expected = make_deck(tmp_path / "expected.pptx", BASE)
+    scores = []
+    for index, (deck, options) in enumerate(COMPARE_CASES):
+        result = make_deck(tmp_path / f"result{index}.pptx", deck)
+        scores.append(_score_both("compare_pptx_files", "slides", (result, expected), options))
+    disagreements = [(COMPARE_CASES[i], s) for i, s in enumerate(scores) if s[0] != s[1]]
+    assert not disagreements, f"ours vs OSWorld's: {disagreements}"
+    assert {ours for ours, _ in scores} == {0.0, 1.0}
+    print(f"compare_pptx_files: {len(COMPARE_CASES)} generated cases agree")
+
+
+def test_compare_pptx_files_pairs_agree_with_osworld(tmp_path):
+    scores = []
+    for index, (result_deck, expected_deck, options, _) in enumerate(PAIR_CASES):
+        result = make_deck(tmp_path / f"result{index}.pptx", result_deck)
+        expected = make_deck(tmp_path / f"expected{index}.pptx", expected_deck)
+        scores.append(_score_both("compare_pptx_files", "slides", (result, expected), options))
+    assert [ours for ours, _ in scores] == [theirs for _, theirs in scores]
+    assert [ours for ours, _ in scores] == [score for *_, score in PAIR_CASES]
+
+
+def test_compare_pptx_files_missing_and_broken_files(tmp_path):
+    expected = make_deck(tmp_path / "expected.pptx", BASE)
+    broken = tmp_path / "broken.pptx"
+    broken.write_bytes(b"not a zip")
+    # a missing result: OSWorld opens python-pptx's empty default deck, which has no slides, and scores 0
+    assert _score_both("compare_pptx_files", "slides", (None, expected), {}) == (0.0, 0.0)
+    with pytest.raises(EvaluationError, match="not a readable .pptx"):
+        get_metric("compare_pptx_files")(expected, str(broken))
+    with pytest.raises(PackageNotFoundError):
+        oracle_metric("slides", "compare_pptx_files")(expected, str(broken))
