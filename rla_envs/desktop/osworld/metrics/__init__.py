@@ -12,6 +12,8 @@ python-docx load only when needed):
     chrome   tabs, URLs, bookmarks, history, cookies and settings of Chrome (is_expected_tabs, ...)
     docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
     slides   compare_pptx_files (PowerPoint structure, text and formatting, with OSWorld's options)
+    impress  one property of a deck (transition, orientation, background, slide number colour, a stretched
+             picture), of LibreOffice's settings (presenter console, auto-save) or of the window (slide panel)
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
 """
@@ -67,6 +69,14 @@ METRICS: dict[str, str] = {
     "check_font_size": "chrome",
     "is_added_to_steam_cart": "chrome",
     "compare_pptx_files": "slides",
+    "check_transition": "impress",
+    "check_slide_orientation_Portrait": "impress",
+    "evaluate_presentation_fill_to_rgb_distance": "impress",
+    "check_page_number_colors": "impress",
+    "check_image_stretch_and_center": "impress",
+    "check_presenter_console_disable": "impress",
+    "check_auto_saving_time": "impress",
+    "check_left_panel": "impress",
     "infeasible": "",
 }
 """Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""
