@@ -54,6 +54,9 @@ class Deck:
     extra_shape: bool = False
     portrait: bool = False
     transition: str | None = None
+    cover_picture: tuple[int, int, int, int] | None = None
+    """A picture (colour ``cover_color``) on the first slide, at this box."""
+    cover_color: str = "green"
     slide_size: tuple[int, int] = field(default=(9144000, 6858000))
 
     def but(self, **changes) -> Deck:
@@ -112,10 +115,8 @@ def _text_slide(prs, deck: Deck) -> None:
         _add_bullets(box, deck.bullet)
     if deck.notes:
         slide.notes_slide.notes_text_frame.text = deck.notes
-    if deck.background is not None:
-        fill = slide.background.fill
-        fill.solid()
-        fill.fore_color.rgb = RGBColor(*deck.background)
+    if deck.cover_picture is not None:
+        slide.shapes.add_picture(io.BytesIO(png_bytes(deck.cover_color)), *(Emu(v) for v in deck.cover_picture))
     if deck.transition:
         transition = slide.element.makeelement(qn("p:transition"), {})
         transition.append(transition.makeelement(qn(f"p:{deck.transition}"), {}))
@@ -157,6 +158,10 @@ def make_deck(path, deck: Deck = Deck()) -> str:
     builders = (_text_slide, _picture_slide, _table_slide)
     for index in range(deck.slide_count):
         builders[index % len(builders)](prs, deck)
+        if deck.background is not None:
+            fill = prs.slides[index].background.fill
+            fill.solid()
+            fill.fore_color.rgb = RGBColor(*deck.background)
     prs.save(str(path))
     return str(path)
 

@@ -4,7 +4,9 @@ Each deck is made here (``pptx_factory``): the reference deck, near misses that 
 without the option that switches its check off), and wrong decks. ``oracle_metric`` is desktop-env's function.
 """
 
+import functools
 import logging
+import zipfile
 
 import pytest
 from pptx.enum.text import MSO_UNDERLINE, PP_ALIGN
@@ -160,3 +162,108 @@ def test_compare_pptx_files_missing_and_broken_files(tmp_path):
         get_metric("compare_pptx_files")(expected, str(broken))
     with pytest.raises(PackageNotFoundError):
         oracle_metric("slides", "compare_pptx_files")(expected, str(broken))
+
+
+def _xcu(tmp_path, name, items):
+    """A registrymodifications.xcu with one item per (path, property, value); value None writes no <value>."""
+    body = "".join(
+        f'<item oor:path="{path}"><prop oor:name="{prop}" oor:op="fuse">'
+        + (f"<value>{value}</value>" if value is not None else "") + "</prop></item>"
+        for path, prop, value in items)
+    path = tmp_path / name
+    path.write_text('<?xml version="1.0" encoding="UTF-8"?><oor:items xmlns:oor="http://openoffice.org/2001/registry" '
+                    f'xmlns:xs="http://www.w3.org/2001/XMLSchema">{body}</oor:items>', encoding="utf-8")
+    return str(path)
+
+
+def _master(tmp_path, name, colors):
+    """A package holding only a slide master whose solid fills use ``colors`` (what check_page_number_colors reads)."""
+    fills = "".join(f'<a:solidFill><a:srgbClr val="{c}"/></a:solidFill>' for c in colors)
+    xml = ('<p:sldMaster xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+           'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main">'
+           f'<p:cSld><p:spTree>{fills}<a:solidFill><a:schemeClr val="tx1"/></a:solidFill></p:spTree></p:cSld>'
+           '</p:sldMaster>')
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w") as package:
+        package.writestr("ppt/slideMasters/slideMaster1.xml", xml)
+    return str(path)
+
+
+PRESENTER = "/org.openoffice.Office.Impress/Misc/Start"
+AUTOSAVE = "/org.openoffice.Office.Common/Save/Document"
+SLIDE = (0, 0, 9144000, 6858000)
+
+
+def _agree_all(name, cases):
+    """Score every (args, options) case with ours and OSWorld's; return our scores."""
+    scores = [_score_both(name, "slides", args, options) for args, options in cases]
+    disagreements = [(cases[i], score) for i, score in enumerate(scores) if score[0] != score[1]]
+    assert not disagreements, f"{name}: ours vs OSWorld's: {disagreements}"
+    ours = [score for score, _ in scores]
+    assert len(set(ours)) > 1, f"{name}: the cases must not all score the same"
+    print(f"{name}: {len(cases)} generated cases agree")
+    return ours
+
+
+def test_deck_property_metrics_agree_with_osworld(tmp_path):
+    deck = functools.partial(lambda name, d: make_deck(tmp_path / name, d))
+    dissolve = deck("dissolve.pptx", BASE.but(transition="dissolve"))
+    fade = deck("fade.pptx", BASE.but(transition="fade"))
+    plain = deck("plain.pptx", BASE)
+    assert _agree_all("check_transition", [
+        ((dissolve, {"slide_idx": 0, "transition_type": "dissolve"}), {}),
+        ((fade, {"slide_idx": 0, "transition_type": "dissolve"}), {}),
+        ((plain, {"slide_idx": 0, "transition_type": "dissolve"}), {}),
+        ((dissolve, {"slide_idx": 1, "transition_type": "dissolve"}), {}),
+        ((dissolve, {"slide_idx": 7, "transition_type": "dissolve"}), {}),
+        ((fade, {"slide_idx": 0, "transition_type": "fade"}), {}),
+    ]) == [1, 0, 0, 0, 0, 1]
+    portrait = deck("portrait.pptx", BASE.but(portrait=True))
+    square = deck("square.pptx", BASE.but(slide_size=(6858000, 6858000)))
+    assert _agree_all("check_slide_orientation_Portrait",
+                      [((portrait,), {}), ((plain,), {}), ((square,), {})]) == [1, 0, 0]
+
+    blue = {"rgb": [0, 0, 255], "original_rgb": [255, 255, 255]}
+    fills = [deck(f"fill{i}.pptx", BASE.but(background=color))
+             for i, color in enumerate([(0, 0, 255), (20, 20, 230), (255, 255, 255), (255, 0, 0), None])]
+    scores = _agree_all("evaluate_presentation_fill_to_rgb_distance",
+                        [((path, rules), {}) for path in fills for rules in (blue, {"rgb": [0, 0, 255]})])
+    assert scores[0] == 1 and scores[4] == 0 and 0.9 < scores[2] < 1
+
+    colors = [_master(tmp_path, f"master{i}.pptx", c) for i, c in enumerate(
+        [["000000", "FF0000", "FFFFFF"], ["000000", "0000FF", "FFFFFF"], ["00CC00", "000000"]])]
+    # OSWorld reads "0000FF" as (0x00, 0x0F, 0xF): not blue; "00CC00" as (0x0C, 0xC0, 0x0): green
+    assert _agree_all("check_page_number_colors", [((path, {"color": color}), {})
+                                                   for path in colors for color in ("red", "blue", "green")]
+                      ) == [1, 0, 0, 0, 0, 0, 0, 0, 1]
+
+
+def test_stretched_picture_agrees_with_osworld(tmp_path):
+    original = make_deck(tmp_path / "original.pptx", BASE.but(cover_picture=(914400, 914400, 1828800, 1371600)))
+    variants = [BASE.but(cover_picture=SLIDE), BASE.but(cover_picture=(200000, 100000, 9044000, 6758000)),
+                BASE.but(cover_picture=(914400, 0, 9144000, 6858000)), BASE.but(cover_picture=(0, 0, 9144000, 5000000)),
+                BASE.but(cover_picture=SLIDE, cover_color="blue"), BASE]
+    results = [make_deck(tmp_path / f"result{i}.pptx", d) for i, d in enumerate(variants)]
+    assert _agree_all("check_image_stretch_and_center",
+                      [((path, original), {}) for path in results]) == [1, 1, 0, 0, 0, 0]
+
+
+def test_settings_and_window_metrics_agree_with_osworld(tmp_path):
+    presenter = [_xcu(tmp_path, f"p{i}.xcu", items) for i, items in enumerate([
+        [(PRESENTER, "EnablePresenterScreen", "false")], [(PRESENTER, "EnablePresenterScreen", "true")],
+        [(PRESENTER, "EnablePresenterScreen", "False")], [(PRESENTER, "Other", "false")], []])]
+    assert _agree_all("check_presenter_console_disable",
+                      [((path,), {}) for path in presenter]) == [1, 0, 1, 0, 0]
+    autosave = [_xcu(tmp_path, f"a{i}.xcu", items) for i, items in enumerate([
+        [(AUTOSAVE, "AutoSaveTimeIntervall", "3")], [(AUTOSAVE, "AutoSaveTimeIntervall", "10")],
+        [(AUTOSAVE, "AutoSaveTimeIntervall", "10"), (AUTOSAVE, "AutoSaveTimeIntervall", "3")],
+        [(AUTOSAVE, "AutoSaveTimeIntervall", "3"), (AUTOSAVE, "AutoSaveTimeIntervall", "10")],
+        [(PRESENTER, "AutoSaveTimeIntervall", "3")]])]
+    assert _agree_all("check_auto_saving_time",
+                      [((path, {"minutes": 3}), {}) for path in autosave]) == [1, 0, 1, 0, 0]
+    trees = ['<desktop-frame><application name="soffice"><document-frame name="Slides View"/></application>'
+             '</desktop-frame>',
+             '<desktop-frame><application name="soffice"><document-frame name="Outline View"/></application>'
+             '</desktop-frame>',
+             '<desktop-frame><panel name="Slides View"/></desktop-frame>']
+    assert _agree_all("check_left_panel", [((tree,), {}) for tree in trees]) == [1, 0, 0]
