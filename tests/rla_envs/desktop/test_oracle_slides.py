@@ -6,6 +6,8 @@ without the option that switches its check off), and wrong decks. ``oracle_metri
 
 import functools
 import logging
+import shutil
+import subprocess
 import zipfile
 
 import pytest
@@ -267,3 +269,25 @@ def test_settings_and_window_metrics_agree_with_osworld(tmp_path):
              '</desktop-frame>',
              '<desktop-frame><panel name="Slides View"/></desktop-frame>']
     assert _agree_all("check_left_panel", [((tree,), {}) for tree in trees]) == [1, 0, 0]
+
+
+LIBREOFFICE_VARIANTS = {
+    "base": BASE, "bigger": BASE.but(font_size=28), "centred": BASE.but(alignment=PP_ALIGN.CENTER),
+    "moved": BASE.but(box=(1828800, 1828800, 3657600, 914400)), "bulleted": BASE.but(bullet="\u2022"),
+    "renamed": BASE.but(group_text="moved"), "noted": BASE.but(notes="Other notes"),
+    "blue": BASE.but(background=(0, 0, 255)), "struck": BASE.but(strike="sngStrike"),
+}
+
+
+def test_decks_saved_by_libreoffice_agree_with_osworld(tmp_path):
+    """The same comparisons on decks as LibreOffice Impress writes them (its XML, not python-pptx's)."""
+    if not shutil.which("soffice"):
+        pytest.skip("LibreOffice (soffice) is not installed")
+    sources = [make_deck(tmp_path / f"{name}.pptx", deck) for name, deck in LIBREOFFICE_VARIANTS.items()]
+    out = tmp_path / "saved"
+    subprocess.run(["soffice", f"-env:UserInstallation=file://{tmp_path}/profile", "--headless", "--convert-to",
+                    "pptx", "--outdir", str(out), *sources], check=True, capture_output=True, timeout=300)
+    reference = str(out / "base.pptx")
+    cases = [((str(out / f"{name}.pptx"), reference), options) for name in LIBREOFFICE_VARIANTS
+             for options in ({}, {"examine_shape": False, "examine_alignment": False})]
+    assert 0.0 in _agree_all("compare_pptx_files", cases)
