@@ -30,11 +30,12 @@ from rla_envs.desktop.osworld.metrics import is_supported
 from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
 from rla_envs.desktop.osworld.metrics.slides import unsupported_pptx_options
 from rla_envs.desktop.osworld.metrics.table import CELL_STYLE_PROPS, CHART_PROPS, SUPPORTED_RULES
+from rla_envs.desktop.osworld.page_queries import html_parse_problem
 from rla_envs.desktop.osworld.setup import EMPTY_HISTORY_TASK, EMPTY_HISTORY_URL, STEP_TYPES
 from rla_envs.desktop.osworld.tasks import osworld_json
 
 __all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "default_has_app", "program_of",
-           "programs_of", "OPENERS", "REFUSED_STEPS"]
+           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_GETTERS", "REFUSED_METRICS"]
 
 HasApp = Callable[[str], bool]
 
@@ -53,6 +54,22 @@ REFUSED_STEPS: dict[str, str] = {
     "login": "setup step 'login': signs in to a website (Google Drive), which needs the internet",
 }
 """Setup steps that stay refused, with the exact reason (the session has no internet)."""
+
+REFUSED_GETTERS: dict[str, str] = {
+    "gotoRecreationPage_and_get_html_content": "getter 'gotoRecreationPage_and_get_html_content': needs the "
+                                               "internet (it searches recreation.gov for the expected value)",
+}
+"""Getters that stay refused, with the exact reason."""
+
+REFUSED_METRICS: dict[str, str] = {
+    "compare_image_text": "metric 'compare_image_text' needs OCR (easyocr), which is not installed",
+    "compare_audios": "metric 'compare_audios' is not supported: OSWorld scores librosa MFCCs aligned by fastdtw, "
+                      "which no light library reproduces",
+    "compare_videos": "metric 'compare_videos' is not supported: OSWorld decodes the frames with OpenCV",
+    "check_thunderbird_folder": "metric 'check_thunderbird_folder' is not supported: OSWorld's version scores 1 "
+                                "for any existing file",
+}
+"""OSWorld metrics that stay refused on purpose, with the exact reason."""
 
 _SHELL_WORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
                 "function", "[", "[[", "test", "echo", "cd", "export", "source", ".", "set", "unset", "true",
@@ -198,13 +215,19 @@ def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app:
     if not isinstance(config, Mapping):
         return [f"evaluator: a getter must be an object, got {type(config).__name__}"]
     kind = _name(config.get("type"))
+    if kind in REFUSED_GETTERS:
+        return [REFUSED_GETTERS[kind]]
     if kind not in GETTERS:
         return [f"getter '{kind}' is not supported"]
     reasons = []
     if kind == "rule_relativeTime":
         reasons += _relative_time_reasons(config.get("rules"))
+    if kind == "active_tab_html_parse" and html_parse_problem(config):
+        reasons.append(html_parse_problem(config))
     if kind in ("vm_command_line", "vm_command_error"):
         reasons += _program_reasons(f"getter {kind}", config.get("command"), has_app)
+    if kind == "default_video_player":
+        reasons += _program_reasons(f"getter {kind}", ["xdg-mime"], has_app)
     if kind in ("vm_file", "cloud_file"):
         multi = config.get("multi", False)
         paths = config.get("path") if multi else [config.get("path")]
@@ -279,6 +302,14 @@ def _docx_reasons(*getters: Any) -> list[str]:
     return []
 
 
+def _slider_colours_reasons(expected: Any) -> list[str]:
+    rules = expected.get("rules") if isinstance(expected, Mapping) and expected.get("type") == "rule" else None
+    kind = rules.get("type") if isinstance(rules, Mapping) else None
+    if kind is None or kind in ("match", "blackish"):
+        return []
+    return [f"check_qt_slider_colours rule type '{kind}' is not supported"]
+
+
 def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, has_app: HasApp) -> list[str]:
     """Reasons a task's evaluator (postconfig, getters, metrics, options) cannot run here."""
     if not isinstance(evaluator, Mapping) or "func" not in evaluator:
@@ -307,7 +338,7 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
         reasons.append(f"evaluator: conj {evaluator.get('conj')!r} is not 'and' or 'or'")
     for name, result, want, option in zip(names, results, expected, options):
         if not is_supported(name) or name == "infeasible":
-            reasons.append(f"metric '{name}' is not supported")
+            reasons.append(REFUSED_METRICS.get(name, f"metric '{name}' is not supported"))
             continue
         reasons += (_getter_reasons(result, cache, task_id, has_app)
                     + _getter_reasons(want, cache, task_id, has_app))
@@ -317,6 +348,8 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
             reasons += _docx_reasons(result, want)
         elif name == "compare_pptx_files":
             reasons += [f"compare_pptx_files option '{key}' is not supported" for key in unsupported_pptx_options(option)]
+        elif name == "check_qt_slider_colours":
+            reasons += _slider_colours_reasons(want)
     return reasons
 
 

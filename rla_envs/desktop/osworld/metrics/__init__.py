@@ -10,7 +10,14 @@ python-docx load only when needed):
     table    compare_table (see its docstring for the rule types it supports)
     docx     compare_docx_files, compare_docx_tables
     chrome   tabs, URLs, bookmarks, history, cookies and settings of Chrome (is_expected_tabs, ...)
+    thunderbird  check_thunderbird_prefs (prefs.js), check_thunderbird_filter (msgFilterRules.dat)
+    vlc      vlcrc settings (check_qt_bgcone, ...), is_vlc_playing, is_vlc_recordings_folder, is_vlc_fullscreen
     docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
+    images   two images compared: compare_images, compare_image_list, SSIM structure checks, brightness/saturation/
+             contrast edits, mirror, palette (Pillow, numpy, scikit-image)
+    image_checks  one image's size, file size and layout (check_image_size, check_triangle_position, ...)
+    config_files  apps' config files: check_config_status (GIMP's gimprc/sessionrc)
+    directories  a folder's listing: check_moved_jpgs
     slides   compare_pptx_files (PowerPoint structure, text and formatting, with OSWorld's options)
     impress  one property of a deck (transition, orientation, background, slide number colour, a stretched
              picture), of LibreOffice's settings (presenter console, auto-save) or of the window (slide panel)
@@ -68,6 +75,36 @@ METRICS: dict[str, str] = {
     "check_enabled_experiments": "chrome",
     "check_font_size": "chrome",
     "is_added_to_steam_cart": "chrome",
+    "compare_images": "images",
+    "compare_image_list": "images",
+    "check_structure_sim": "images",
+    "check_structure_sim_resized": "images",
+    "check_structure_sim_with_threshold": "images",
+    "check_file_exists_and_structure_sim": "images",
+    "check_image_mirror": "images",
+    "check_palette_and_structure_sim": "images",
+    "check_brightness_decrease_and_structure_sim": "images",
+    "check_saturation_increase_and_structure_sim": "images",
+    "check_contrast_increase_and_structure_sim": "images",
+    "check_image_size": "image_checks",
+    "check_image_file_size": "image_checks",
+    "check_textbox_on_leftside": "image_checks",
+    "check_triangle_position": "image_checks",
+    "check_green_background": "image_checks",
+    "check_config_status": "config_files",
+    "check_moved_jpgs": "directories",
+    "check_thunderbird_prefs": "thunderbird",
+    "check_thunderbird_filter": "thunderbird",
+    "is_vlc_playing": "vlc",
+    "is_vlc_recordings_folder": "vlc",
+    "is_vlc_fullscreen": "vlc",
+    "check_qt_bgcone": "vlc",
+    "check_qt_max_volume": "vlc",
+    "check_qt_minimal_view": "vlc",
+    "check_qt_slider_colours": "vlc",
+    "check_global_key_play_pause": "vlc",
+    "check_one_instance_when_started_from_file": "vlc",
+    "check_play_and_exit": "vlc",
     "compare_pptx_files": "slides",
     "check_transition": "impress",
     "check_slide_orientation_Portrait": "impress",
