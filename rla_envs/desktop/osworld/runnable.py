@@ -26,7 +26,9 @@ from rla_envs.core.task import Task
 from rla_envs.desktop.controller.openers import CALC_EXTENSIONS, IMPRESS_EXTENSIONS, TEXT_EXTENSIONS, WRITER_EXTENSIONS
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.getters import GETTERS, dest_problem
+from rla_envs.desktop.osworld.getters.terminal import TERMINAL_APP
 from rla_envs.desktop.osworld.metrics import is_supported
+from rla_envs.desktop.osworld.metrics.archive import FILE_TYPE_METRICS
 from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
 from rla_envs.desktop.osworld.metrics.slides import unsupported_pptx_options
 from rla_envs.desktop.osworld.metrics.table import CELL_STYLE_PROPS, CHART_PROPS, SUPPORTED_RULES
@@ -226,6 +228,8 @@ def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app:
         reasons.append(html_parse_problem(config))
     if kind in ("vm_command_line", "vm_command_error"):
         reasons += _program_reasons(f"getter {kind}", config.get("command"), has_app)
+    if kind == "vm_terminal_output" and not has_app(TERMINAL_APP):
+        reasons.append(f"getter 'vm_terminal_output': '{TERMINAL_APP}' is not installed")
     if kind == "default_video_player":
         reasons += _program_reasons(f"getter {kind}", ["xdg-mime"], has_app)
     if kind in ("vm_file", "cloud_file"):
@@ -293,6 +297,15 @@ def _table_reasons(options: Any) -> list[str]:
     return reasons
 
 
+def _archive_reasons(options: Any) -> list[str]:
+    file_type = options.get("file_type", "text") if isinstance(options, Mapping) else "text"
+    metric = FILE_TYPE_METRICS.get(file_type) if isinstance(file_type, str) else None
+    if metric is None:
+        return [f"compare_archive file_type '{file_type}' is not supported"]
+    return [] if is_supported(metric) else [f"compare_archive file_type '{file_type}' needs metric '{metric}', "
+                                            f"which is not supported"]
+
+
 def _docx_reasons(*getters: Any) -> list[str]:
     for config in getters:
         if isinstance(config, Mapping) and config.get("type") in ("vm_file", "cloud_file"):
@@ -348,6 +361,8 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
             reasons += _docx_reasons(result, want)
         elif name == "compare_pptx_files":
             reasons += [f"compare_pptx_files option '{key}' is not supported" for key in unsupported_pptx_options(option)]
+        elif name == "compare_archive":
+            reasons += _archive_reasons(option)
         elif name == "check_qt_slider_colours":
             reasons += _slider_colours_reasons(want)
     return reasons

@@ -128,7 +128,7 @@ def test_relative_time_rules():
         "getter 'rule_relativeTime': needs rules with 'relativeTime' {'from': ...} and 'expected'"]
 
 
-@pytest.mark.parametrize("rule", ["pivot_table", "sparkline", "filter"])
+@pytest.mark.parametrize("rule", ["sparkline", "filter"])
 def test_unsupported_compare_table_rules(rule):
     task = _task(func="compare_table", result={"type": "vm_file", "path": "/home/user/s.xlsx", "dest": "s.xlsx"},
                  expected=None, options={"rules": [{"type": "sheet_name"}, {"type": rule}]})
@@ -152,10 +152,10 @@ def test_compare_table_cell_properties_and_methods():
 
 
 def test_list_evaluators_check_every_entry_and_their_lengths():
-    task = _task(func=["exact_match", "compare_pdfs"], conj="or",
+    task = _task(func=["exact_match", "no_such_metric"], conj="or",
                  result=[{"type": "vm_command_line", "command": "ls"}, {"type": "vm_file", "path": "/a", "dest": "a"}],
-                 expected=[{"type": "rule", "rules": {"expected": "x"}}, {"type": "pdf_from_url"}])
-    assert _reasons(task) == ["metric 'compare_pdfs' is not supported"]
+                 expected=[{"type": "rule", "rules": {"expected": "x"}}, {"type": "vm_file", "path": "/b", "dest": "b"}])
+    assert _reasons(task) == ["metric 'no_such_metric' is not supported"]
     short = _task(func=["exact_match", "exact_match"], result=[{"type": "vm_command_line", "command": "ls"}],
                   expected=[{"type": "rule", "rules": {"expected": "x"}}] * 2)
     assert _reasons(short) == ["evaluator: 'func' lists 2 metrics but 'result' has 1 entries"]

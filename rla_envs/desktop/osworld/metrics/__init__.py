@@ -10,6 +10,10 @@ python-docx load only when needed):
     table    compare_table (see its docstring for the rule types it supports)
     docx     compare_docx_files, compare_docx_tables
     chrome   tabs, URLs, bookmarks, history, cookies and settings of Chrome (is_expected_tabs, ...)
+    pdf      compare_pdfs (text laid out as PyMuPDF does), check_pdf_pages, compare_pdf_images
+    records  check_json (JSON/YAML keys), check_csv (rows), run_sqlite3 (a query on a SQLite file)
+    a11y_tree    check_accessibility_tree (CSS or XPath over the accessibility tree)
+    archive  compare_archive (member files by a file metric), compare_zip_files
     thunderbird  check_thunderbird_prefs (prefs.js), check_thunderbird_filter (msgFilterRules.dat)
     vlc      vlcrc settings (check_qt_bgcone, ...), is_vlc_playing, is_vlc_recordings_folder, is_vlc_fullscreen
     docx_format  Word formatting and structure: line spacing, fonts, tab stops, page breaks, footers, images...
@@ -75,6 +79,15 @@ METRICS: dict[str, str] = {
     "check_enabled_experiments": "chrome",
     "check_font_size": "chrome",
     "is_added_to_steam_cart": "chrome",
+    "compare_pdfs": "pdf",
+    "check_pdf_pages": "pdf",
+    "compare_pdf_images": "pdf",
+    "check_json": "records",
+    "check_csv": "records",
+    "run_sqlite3": "records",
+    "check_accessibility_tree": "a11y_tree",
+    "compare_archive": "archive",
+    "compare_zip_files": "archive",
     "compare_images": "images",
     "compare_image_list": "images",
     "check_structure_sim": "images",
