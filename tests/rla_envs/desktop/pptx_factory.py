@@ -11,15 +11,18 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field, replace
 
+from lxml import etree
 from PIL import Image
 from pptx import Presentation
 from pptx.dml.color import RGBColor
 from pptx.enum.shapes import MSO_SHAPE
 from pptx.enum.text import PP_ALIGN
-from pptx.oxml.ns import qn
+from pptx.oxml.ns import nsmap, qn
 from pptx.util import Emu, Inches, Pt
 
 __all__ = ["Deck", "make_deck", "png_bytes"]
+
+NAMESPACES = nsmap("a", "p", "r")
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,8 @@ class Deck:
     cover_picture: tuple[int, int, int, int] | None = None
     """A picture (colour ``cover_color``) on the first slide, at this box."""
     cover_color: str = "green"
+    background_picture: str | None = None
+    """A one-colour picture (this colour) as the background of the second slide."""
     slide_size: tuple[int, int] = field(default=(9144000, 6858000))
 
     def but(self, **changes) -> Deck:
@@ -131,6 +136,19 @@ def _picture_slide(prs, deck: Deck) -> None:
         slide.shapes.add_textbox(Inches(6), Inches(5), Inches(2), Inches(1)).text_frame.text = "extra"
 
 
+def _set_background_picture(slide, color: str) -> None:
+    """Give the slide a picture background (``<p:bg><p:bgPr><a:blipFill>``), which python-pptx cannot write."""
+    _, rel_id = slide.part.get_or_add_image_part(io.BytesIO(png_bytes(color, (64, 48))))
+    background = etree.fromstring(
+        f'<p:bg xmlns:p="{NAMESPACES["p"]}" xmlns:a="{NAMESPACES["a"]}" xmlns:r="{NAMESPACES["r"]}"><p:bgPr>'
+        f'<a:blipFill><a:blip r:embed="{rel_id}"/><a:stretch><a:fillRect/></a:stretch></a:blipFill>'
+        "<a:effectLst/></p:bgPr></p:bg>")
+    common = slide.element.find(qn("p:cSld"))
+    for old in common.findall(qn("p:bg")):
+        common.remove(old)
+    common.insert(0, background)
+
+
 def _table_slide(prs, deck: Deck) -> None:
     slide = prs.slides.add_slide(prs.slide_layouts[6])
     rows, columns = len(deck.table_cells), len(deck.table_cells[0])
@@ -162,6 +180,8 @@ def make_deck(path, deck: Deck = Deck()) -> str:
             fill = prs.slides[index].background.fill
             fill.solid()
             fill.fore_color.rgb = RGBColor(*deck.background)
+        if deck.background_picture and index == 1:
+            _set_background_picture(prs.slides[index], deck.background_picture)
     prs.save(str(path))
     return str(path)
 

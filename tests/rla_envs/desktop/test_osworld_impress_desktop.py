@@ -8,6 +8,7 @@ import pytest
 
 from rla_envs.desktop.osworld.cache import HF_FILE_CACHE_PREFIX, FileCache
 from rla_envs.desktop.osworld.evaluator import evaluate
+from rla_envs.desktop.osworld.getters.impress import background_image_source
 from rla_envs.desktop.osworld.setup import run_steps
 from tests.rla_envs.desktop.conftest import wait_until
 from tests.rla_envs.desktop.pptx_factory import Deck, make_deck
@@ -68,3 +69,12 @@ def test_impress_opens_saves_and_scores_a_pptx(desktop_client, tmp_path):
     del same["evaluator"]["postconfig"]  # Impress still shows the old deck: score the uploaded file as it is
     assert evaluate(client, same, cache=cache) == 0.0
     assert evaluate(client, transition, cache=cache) == 0.0
+
+
+def test_background_picture_of_a_deck_saved_by_impress(tmp_path):
+    source = tmp_path / "deck.pptx"
+    make_deck(source, Deck(background_picture="blue"))
+    saved = _libreoffice_copy(source, tmp_path).read_bytes()
+    kind, member = background_image_source(saved, 1)
+    assert kind == "member" and member.startswith("ppt/media/")
+    assert background_image_source(saved, 0) is None

@@ -1,15 +1,20 @@
-"""The PowerPoint metrics on decks made here (python-pptx), with scores worked out by hand; and their refusals."""
+"""The PowerPoint metrics and the Impress getter on decks made here (python-pptx), with scores worked out by hand;
+and their refusals."""
 
 import zipfile
 
 import pytest
+from PIL import Image
 from pptx.enum.text import PP_ALIGN
 
+from rla_envs.desktop.osworld.cache import HF_FILE_CACHE_PREFIX, FileCache
 from rla_envs.desktop.osworld.errors import EvaluationError
+from rla_envs.desktop.osworld.evaluator import evaluate
+from rla_envs.desktop.osworld.getters import EvalContext, run_getter
 from rla_envs.desktop.osworld.metrics import get_metric
 from rla_envs.desktop.osworld.metrics.slides import slide_bullets, unsupported_pptx_options
 from rla_envs.desktop.osworld.runnable import not_runnable_reasons
-from tests.rla_envs.desktop.pptx_factory import Deck, make_deck
+from tests.rla_envs.desktop.pptx_factory import Deck, make_deck, png_bytes
 
 BASE = Deck()
 A = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"'
@@ -185,3 +190,57 @@ def test_left_panel_from_the_accessibility_tree():
     assert metric('<desktop-frame><document-frame name="Slides View"/></desktop-frame>') == 1.0
     assert metric('<desktop-frame><document-frame name="Notes View"/></desktop-frame>') == 0.0
     assert metric("not xml") == 0.0
+
+
+class FilesClient:
+    """A controller client whose session holds only the files given."""
+
+    def __init__(self, files):
+        self.files = files
+
+    def get_file(self, path):
+        return self.files.get(path)
+
+
+DECK_PATH = "/home/user/Desktop/deck.pptx"
+
+
+def _background_task(expected_url):
+    return {"id": "47f7c0ce-a5fb-4100-a5e6-65cd0e7429e5", "instruction": "Set the frame as the background.",
+            "config": [], "evaluator": {
+                "func": "compare_images",
+                "result": {"type": "background_image_in_slide", "ppt_file_path": DECK_PATH, "slide_index": 1,
+                           "dest": "landscape.png"},
+                "expected": {"type": "cloud_file", "path": expected_url, "dest": "gold_landscape.png"}}}
+
+
+def test_background_image_getter_reads_the_slides_picture(tmp_path):
+    deck = (tmp_path / "deck.pptx")
+    make_deck(deck, BASE.but(background_picture="blue"))
+    ctx = EvalContext(client=FilesClient({DECK_PATH: deck.read_bytes()}), cache=FileCache(None), task_id=None,
+                      workdir=tmp_path / "work")
+    config = {"type": "background_image_in_slide", "ppt_file_path": DECK_PATH, "slide_index": 1, "dest": "bg.png"}
+    picture = run_getter(ctx, config)
+    assert Image.open(picture).size == (64, 48) and Image.open(picture).getpixel((0, 0)) == (0, 0, 255)
+    assert run_getter(ctx, dict(config, slide_index=0)) is None      # a solid background
+    assert run_getter(ctx, dict(config, slide_index=9)) is None      # no such slide
+    assert run_getter(ctx, dict(config, ppt_file_path="/home/user/absent.pptx")) is None
+    with pytest.raises(EvaluationError, match="'slide_index' must be a number"):
+        run_getter(ctx, dict(config, slide_index="second"))
+
+
+def test_background_image_task_scores_with_compare_images(tmp_path):
+    gold = tmp_path / "cache" / "multi_apps" / "47f7c0ce-a5fb-4100-a5e6-65cd0e7429e5" / "landscape.png"
+    gold.parent.mkdir(parents=True)
+    gold.write_bytes(png_bytes("blue", (64, 48)))
+    task = _background_task(f"{HF_FILE_CACHE_PREFIX}multi_apps/47f7c0ce-a5fb-4100-a5e6-65cd0e7429e5/landscape.png")
+    cache = FileCache(tmp_path / "cache")
+    assert not_runnable_reasons(task, cache=cache, has_app=lambda _: True) == []
+    scores = {}
+    for color in ("blue", "red"):
+        deck = tmp_path / f"{color}.pptx"
+        make_deck(deck, BASE.but(background_picture=color))
+        scores[color] = evaluate(FilesClient({DECK_PATH: deck.read_bytes()}), task, cache=cache,
+                                 workdir=tmp_path / color)
+    assert scores["blue"] == 1.0 and scores["red"] < 0.9   # compare_images gives SSIM: 0.67 for the wrong colour
+    assert evaluate(FilesClient({}), task, cache=cache, workdir=tmp_path / "none") == 0.0
