@@ -7,7 +7,8 @@ Reasons are short, stable sentences (the survey counts them), e.g.::
     setup step 'chrome_open_tabs' is not supported
     download: https://huggingface.co/.../Customers.xlsx is not in the cache /data/osworld-cache
     launch: 'google-chrome' is not installed
-    metric 'compare_pptx_files' is not supported
+    metric 'compare_audios' is not supported
+    compare_pptx_files option 'examine_run_count' is not supported
     getter 'active_tab_info' is not supported
     compare_table rule 'chart' is not supported
 """
@@ -30,6 +31,7 @@ from rla_envs.desktop.osworld.getters.wallpaper import WALLPAPER_COMMAND
 from rla_envs.desktop.osworld.metrics import is_supported
 from rla_envs.desktop.osworld.metrics.archive import FILE_TYPE_METRICS
 from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
+from rla_envs.desktop.osworld.metrics.slides import unsupported_pptx_options
 from rla_envs.desktop.osworld.metrics.table import CELL_STYLE_PROPS, CHART_PROPS, SUPPORTED_RULES
 from rla_envs.desktop.osworld.page_queries import html_parse_problem
 from rla_envs.desktop.osworld.setup import EMPTY_HISTORY_TASK, EMPTY_HISTORY_URL, STEP_TYPES
@@ -377,6 +379,8 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
             reasons += _table_reasons(option)
         elif name == "compare_docx_files":
             reasons += _docx_reasons(result, want)
+        elif name == "compare_pptx_files":
+            reasons += [f"compare_pptx_files option '{key}' is not supported" for key in unsupported_pptx_options(option)]
         elif name == "compare_archive":
             reasons += _archive_reasons(option)
         elif name == "check_qt_slider_colours":

@@ -123,7 +123,7 @@ def test_live_web_pages_are_refused():
 
 
 def test_unsupported_metrics_and_getters():
-    assert _reasons(_task(func="compare_pptx_files")) == ["metric 'compare_pptx_files' is not supported"]
+    assert _reasons(_task(func="no_such_metric")) == ["metric 'no_such_metric' is not supported"]
     assert _reasons(_task(result={"type": "an_unknown_getter"})) == ["getter 'an_unknown_getter' is not supported"]
     assert _reasons(_task(result={"type": "active_tab_html_parse"})) == [
         "getter 'active_tab_html_parse' category None is not supported (supported: class, class&url, input, xpath)"]

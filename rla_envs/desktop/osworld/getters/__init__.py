@@ -13,6 +13,7 @@ accessibility tree text. One module per app (or group), each with its own ``GETT
     directories  list_directory (a folder's tree)
     vlc      vlc_config (vlcrc), vlc_playing_info (its HTTP status), default_video_player
     window   vm_screen_size, vm_window_size
+    impress  background_image_in_slide (a slide's background picture, from the .pptx in the session)
     wallpaper  vm_wallpaper (the image GNOME's background setting names)
 """
 
@@ -22,7 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rla_envs.desktop.osworld.errors import EvaluationError
-from rla_envs.desktop.osworld.getters import chrome, directories, general, gimp, terminal, vlc, wallpaper, window
+from rla_envs.desktop.osworld.getters import (chrome, directories, general, gimp, impress, terminal, vlc, wallpaper,
+                                               window)
 from rla_envs.desktop.osworld.getters.context import EvalContext, Getter, dest_problem, file_entries
 
 __all__ = ["GETTERS", "EvalContext", "run_getter", "file_entries", "dest_problem"]
@@ -35,6 +37,7 @@ GETTERS: dict[str, Getter] = {
     **directories.GETTERS,
     **vlc.GETTERS,
     **window.GETTERS,
+    **impress.GETTERS,
     **wallpaper.GETTERS,
 }
 """The getters this env supports, by OSWorld ``type``."""

@@ -26,9 +26,11 @@ python-docx load only when needed):
     os_settings  OS settings from command output: is_utc_0, check_gnome_favorite_apps, is_in_vm_clickboard
     sheet_columns  a column of a workbook: compare_conference_city_in_order
     html_pages  compare_htmls (BeautifulSoup's parse trees, node by node)
-    slide_master  a presentation's slide master: check_page_number_colors
     ebooks   compare_epub (an EPUB's parts, line by line)
     directories  a folder's listing: check_moved_jpgs
+    slides   compare_pptx_files (PowerPoint structure, text and formatting, with OSWorld's options)
+    impress  one property of a deck (transition, orientation, background, slide number colour, a stretched
+             picture), of LibreOffice's settings (presenter console, auto-save) or of the window (slide panel)
 
 ``infeasible`` is not a function here: the evaluator scores it from the last action.
 """
@@ -119,7 +121,6 @@ METRICS: dict[str, str] = {
     "is_in_vm_clickboard": "os_settings",
     "compare_conference_city_in_order": "sheet_columns",
     "compare_htmls": "html_pages",
-    "check_page_number_colors": "slide_master",
     "compare_epub": "ebooks",
     "check_moved_jpgs": "directories",
     "check_thunderbird_prefs": "thunderbird",
@@ -134,6 +135,15 @@ METRICS: dict[str, str] = {
     "check_global_key_play_pause": "vlc",
     "check_one_instance_when_started_from_file": "vlc",
     "check_play_and_exit": "vlc",
+    "compare_pptx_files": "slides",
+    "check_transition": "impress",
+    "check_slide_orientation_Portrait": "impress",
+    "evaluate_presentation_fill_to_rgb_distance": "impress",
+    "check_page_number_colors": "impress",
+    "check_image_stretch_and_center": "impress",
+    "check_presenter_console_disable": "impress",
+    "check_auto_saving_time": "impress",
+    "check_left_panel": "impress",
     "infeasible": "",
 }
 """Supported metric names -> the module (in this package) that defines them; ``infeasible`` has none."""
