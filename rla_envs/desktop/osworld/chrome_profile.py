@@ -17,7 +17,7 @@ from typing import Any
 
 __all__ = ["PROFILE_DIR", "PREFERENCES", "BOOKMARKS", "HISTORY", "COOKIES", "HISTORY_VISIT_TRANSITION",
            "chrome_time", "add_history", "history_rows", "cookie_rows", "load_json", "PREFERENCE_READERS",
-           "bookmark_roots", "extension_paths"]
+           "bookmark_roots", "extension_paths", "color_scheme"]
 
 PROFILE_DIR = "~/.config/google-chrome"
 PREFERENCES = f"{PROFILE_DIR}/Default/Preferences"
@@ -90,6 +90,29 @@ def _flag(value: Any) -> str:
     return "true" if value else "false"
 
 
+_SCHEME_NAMES = {"system": "system", "default": "system", "0": "system", "light": "light", "1": "light",
+                 "dark": "dark", "2": "dark"}
+
+
+def _scheme_name(value: Any) -> str | None:
+    if isinstance(value, str):
+        return _SCHEME_NAMES.get(value.strip().lower())
+    if isinstance(value, (int, float)):  # a bool too, as OSWorld's check lets it through
+        return {0: "system", 1: "light", 2: "dark"}.get(int(value))
+    return None
+
+
+def color_scheme(prefs: Mapping[str, Any]) -> str:
+    """Chrome's appearance mode in Preferences, as OSWorld's ``chrome_color_scheme`` reads it: ``light``,
+    ``dark`` or ``system`` from ``browser.theme.color_scheme2`` (else ``color_scheme``); light whenever
+    ``extensions.theme.system_theme`` is off."""
+    theme = prefs.get("browser", {}).get("theme", {})
+    mode = _scheme_name(theme.get("color_scheme2", theme.get("color_scheme")))
+    if prefs.get("extensions", {}).get("theme", {}).get("system_theme") in (0, "0", False):
+        return "light"
+    return mode or "system"
+
+
 def _startup_page(prefs: Mapping[str, Any]) -> str:
     return "true" if "session" not in prefs else _flag(prefs["session"].get("restore_on_startup", {}) == 5)
 
@@ -111,6 +134,7 @@ PREFERENCE_READERS: dict[str, tuple[Any, Any]] = {
     "find_unpacked_extension_path": (extension_paths, "Google"),
     "find_installed_extension_name": (
         lambda p: [e["manifest"]["name"] for e in p.get("extensions", {}).get("settings", {}).values()], "Google"),
+    "chrome_color_scheme": (color_scheme, "system"),
     "data_delete_automacally": (lambda p: _flag(p["profile"].get("default_content_setting_values", None)
                                                 is not None), "Google"),
 }

@@ -85,3 +85,15 @@ class ChromeDevTools:
         """The tab its window shows (None without tabs); with ``html``, after it loaded, with its HTML."""
         tab = self._call("active", html=html)["tab"]
         return None if tab is None else ChromeTab(**tab)
+
+    def evaluate_active(self, expression: str) -> tuple[ChromeTab, Any] | None:
+        """The active tab (once loaded) and the value of the JavaScript ``expression`` in its page (a promise is
+        awaited; the value comes back as JSON); None without tabs."""
+        answer = self._call("evaluate", expression=expression)
+        return None if answer["tab"] is None else (ChromeTab(**answer["tab"]), answer.get("value"))
+
+    def visit(self, url: str, *, expression: str | None = None, html: bool = False) -> tuple[ChromeTab, Any]:
+        """Load ``url`` in a new tab, evaluate ``expression`` there and read its HTML (``html``), then close the
+        tab again: the tab as it was (with ``html``) and the expression's value."""
+        answer = self._call("visit", url=url, expression=expression, html=html)
+        return ChromeTab(**answer["tab"]), answer.get("value")

@@ -12,6 +12,11 @@ Requests (``{"op": ..., ...}``) and replies:
                                   open before the first one close (OSWorld closes its start tab the same way)
     close   {"ids"}               {"closed": [ids]}
     active  {"html"?}             {"tab": {"id", "url", "title", "html"?} | null}  the tab shown in its window
+    evaluate {"expression"}       {"tab": {...} | null, "value": ...}  the expression's value in the active tab's
+                                  page once it loaded (a promise is awaited)
+    visit   {"url", "expression"?, "html"?}
+                                  {"tab": {...}, "value": ...}  the URL in a new tab, waited for; the expression's
+                                  value and the page's HTML read there; then the tab closes again
 Every reply may instead be ``{"error": "<reason>"}``. ``wait_s`` (default 30) bounds how long to wait for Chrome
 to answer and for each page to finish loading.
 """
@@ -53,13 +58,14 @@ def _pages(port):
              "ws": t.get("webSocketDebuggerUrl")} for t in _http(port, "/json/list") if t.get("type") == "page"]
 
 
-def _evaluate(ws_url, expression, timeout=10.0):
+def _evaluate(ws_url, expression, timeout=10.0, await_promise=False):
     import websocket  # Debian's python3-websocket; only needed for page contents
 
     sock = websocket.create_connection(ws_url, timeout=timeout, suppress_origin=True)
     try:
         sock.send(json.dumps({"id": 1, "method": "Runtime.evaluate",
-                              "params": {"expression": expression, "returnByValue": True}}))
+                              "params": {"expression": expression, "returnByValue": True,
+                                         "awaitPromise": await_promise}}))
         while True:
             message = json.loads(sock.recv())
             if message.get("id") == 1:
@@ -111,30 +117,67 @@ def op_close(port, request, deadline):
     return {"closed": list(request["ids"])}
 
 
-def op_active(port, request, deadline):
+def _active_page(port):
     pages = _pages(port)
-    chosen = None
     for page in pages:  # the tab its window shows is 'visible'; the list runs most recently active first
         try:
             if page["ws"] and _evaluate(page["ws"], "document.visibilityState") == "visible":
-                chosen = page
-                break
+                return page
         except Exception:
             continue
-    chosen = chosen or (pages[0] if pages else None)
+    return pages[0] if pages else None
+
+
+def _read_page(page, tab):
+    """Fill ``tab`` with the loaded page's own title, URL and HTML (as playwright's ``page.content()``)."""
+    tab["title"] = _evaluate(page["ws"], "document.title") or tab["title"]
+    tab["url"] = _evaluate(page["ws"], "location.href") or tab["url"]
+    tab["html"] = _evaluate(page["ws"], "(document.doctype ? new XMLSerializer().serializeToString("
+                                        "document.doctype) : '') + document.documentElement.outerHTML")
+
+
+def op_active(port, request, deadline):
+    chosen = _active_page(port)
     if chosen is None:
         return {"tab": None}
     tab = _public(chosen)
     if request.get("html"):
         _wait_loaded(port, chosen["id"], deadline)
-        tab["title"] = _evaluate(chosen["ws"], "document.title") or tab["title"]
-        tab["url"] = _evaluate(chosen["ws"], "location.href") or tab["url"]
-        tab["html"] = _evaluate(chosen["ws"], "(document.doctype ? new XMLSerializer().serializeToString("
-                                              "document.doctype) : '') + document.documentElement.outerHTML")
+        _read_page(chosen, tab)
     return {"tab": tab}
 
 
-OPS = {"tabs": op_tabs, "open": op_open, "close": op_close, "active": op_active}
+def op_evaluate(port, request, deadline):
+    chosen = _active_page(port)
+    if chosen is None:
+        return {"tab": None, "value": None}
+    _wait_loaded(port, chosen["id"], deadline)
+    tab = _public(chosen)
+    tab["url"] = _evaluate(chosen["ws"], "location.href") or tab["url"]
+    return {"tab": tab, "value": _evaluate(chosen["ws"], request["expression"], await_promise=True)}
+
+
+def op_visit(port, request, deadline):
+    url = request["url"]
+    target = _http(port, "/json/new?" + urllib.parse.quote(url, safe=""), method="PUT")
+    try:
+        _wait_loaded(port, target["id"], deadline, blank_ok=url == "about:blank")
+        page = next((p for p in _pages(port) if p["id"] == target["id"]), None)
+        if page is None or not page["ws"]:
+            raise RuntimeError(f"the tab opened for {url} went away")
+        tab, value = _public(page), None
+        if request.get("expression"):
+            value = _evaluate(page["ws"], request["expression"], timeout=max(1.0, deadline - time.monotonic()),
+                              await_promise=True)
+        if request.get("html"):
+            _read_page(page, tab)
+    finally:
+        _http(port, f"/json/close/{target['id']}")
+    return {"tab": tab, "value": value}
+
+
+OPS = {"tabs": op_tabs, "open": op_open, "close": op_close, "active": op_active, "evaluate": op_evaluate,
+       "visit": op_visit}
 
 
 def main(argv):

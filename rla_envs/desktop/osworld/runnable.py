@@ -7,7 +7,8 @@ Reasons are short, stable sentences (the survey counts them), e.g.::
     setup step 'chrome_open_tabs' is not supported
     download: https://huggingface.co/.../Customers.xlsx is not in the cache /data/osworld-cache
     launch: 'google-chrome' is not installed
-    metric 'compare_pptx_files' is not supported
+    metric 'compare_audios' is not supported
+    compare_pptx_files option 'examine_run_count' is not supported
     getter 'active_tab_info' is not supported
     compare_table rule 'chart' is not supported
 """
@@ -25,14 +26,19 @@ from rla_envs.core.task import Task
 from rla_envs.desktop.controller.openers import OPENERS as APP_OPENERS
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.getters import GETTERS, dest_problem
+from rla_envs.desktop.osworld.getters.terminal import TERMINAL_APP
+from rla_envs.desktop.osworld.getters.wallpaper import WALLPAPER_COMMAND
 from rla_envs.desktop.osworld.metrics import is_supported
+from rla_envs.desktop.osworld.metrics.archive import FILE_TYPE_METRICS
 from rla_envs.desktop.osworld.metrics.rules import rule_method_supported
+from rla_envs.desktop.osworld.metrics.slides import unsupported_pptx_options
 from rla_envs.desktop.osworld.metrics.table import CELL_STYLE_PROPS, CHART_PROPS, SUPPORTED_RULES
+from rla_envs.desktop.osworld.page_queries import html_parse_problem
 from rla_envs.desktop.osworld.setup import EMPTY_HISTORY_TASK, EMPTY_HISTORY_URL, STEP_TYPES
 from rla_envs.desktop.osworld.tasks import osworld_json
 
 __all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "default_has_app", "program_of",
-           "programs_of", "OPENERS", "REFUSED_STEPS"]
+           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_GETTERS", "REFUSED_METRICS", "MISSING_SERVICES"]
 
 HasApp = Callable[[str], bool]
 
@@ -47,6 +53,30 @@ REFUSED_STEPS: dict[str, str] = {
     "login": "setup step 'login': signs in to a website (Google Drive), which needs the internet",
 }
 """Setup steps that stay refused, with the exact reason (the session has no internet)."""
+
+REFUSED_GETTERS: dict[str, str] = {
+    "gotoRecreationPage_and_get_html_content": "getter 'gotoRecreationPage_and_get_html_content': needs the "
+                                               "internet (it searches recreation.gov for the expected value)",
+    "info_from_website": "getter 'info_from_website': needs the internet (it reads the expected values from a "
+                         "live web page)",
+}
+"""Getters that stay refused, with the exact reason."""
+
+REFUSED_METRICS: dict[str, str] = {
+    "compare_image_text": "metric 'compare_image_text' needs OCR (easyocr), which is not installed",
+    "compare_audios": "metric 'compare_audios' is not supported: OSWorld scores librosa MFCCs aligned by fastdtw, "
+                      "which no light library reproduces",
+    "compare_videos": "metric 'compare_videos' is not supported: OSWorld decodes the frames with OpenCV",
+    "check_thunderbird_folder": "metric 'check_thunderbird_folder' is not supported: OSWorld's version scores 1 "
+                                "for any existing file",
+}
+"""OSWorld metrics that stay refused on purpose, with the exact reason."""
+
+MISSING_SERVICES: dict[str, str] = {
+    "timedatectl": "needs systemd's time service (timedatectl), which the session does not run",
+    "org.gnome.shell": "needs GNOME Shell's settings (org.gnome.shell), which the openbox session does not have",
+}
+"""Text in a command -> why the session cannot serve it (a service or desktop it does not run)."""
 
 _SHELL_WORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
                 "function", "[", "[[", "test", "echo", "cd", "export", "source", ".", "set", "unset", "true",
@@ -151,7 +181,7 @@ def steps_reasons(steps: Any, *, phase: str, cache: FileCache, task_id: str | No
             if any(_SUDO.search(text) for text in _texts(command)):
                 reasons.append(f"{label}: needs sudo (the password), which the session does not grant")
                 continue
-            reasons += _program_reasons(label, command, has_app)
+            reasons += _program_reasons(label, command, has_app) + _service_reasons(label, command)
     return reasons
 
 
@@ -177,6 +207,12 @@ def _program_reasons(label: str, command: Any, has_app: HasApp) -> list[str]:
             if ("/" not in program or program.startswith("/")) and not has_app(program)]
 
 
+def _service_reasons(label: str, command: Any) -> list[str]:
+    """``["<label>: needs ..."]`` for each service of :data:`MISSING_SERVICES` the command uses."""
+    return [f"{label}: {why}" for text, why in MISSING_SERVICES.items()
+            if any(text in part for part in _texts(command))]
+
+
 def _name(value: Any) -> str | None:
     """``value`` when it is a string (a step type, getter type, rule or metric name), else None."""
     return value if isinstance(value, str) else None
@@ -192,13 +228,26 @@ def _getter_reasons(config: Any, cache: FileCache, task_id: str | None, has_app:
     if not isinstance(config, Mapping):
         return [f"evaluator: a getter must be an object, got {type(config).__name__}"]
     kind = _name(config.get("type"))
+    if kind in REFUSED_GETTERS:
+        return [REFUSED_GETTERS[kind]]
     if kind not in GETTERS:
         return [f"getter '{kind}' is not supported"]
     reasons = []
     if kind == "rule_relativeTime":
         reasons += _relative_time_reasons(config.get("rules"))
+    if kind == "active_tab_html_parse" and html_parse_problem(config):
+        reasons.append(html_parse_problem(config))
     if kind in ("vm_command_line", "vm_command_error"):
         reasons += _program_reasons(f"getter {kind}", config.get("command"), has_app)
+        reasons += _service_reasons(f"getter {kind}", config.get("command"))
+    if kind == "vm_terminal_output" and not has_app(TERMINAL_APP):
+        reasons.append(f"getter 'vm_terminal_output': '{TERMINAL_APP}' is not installed")
+    if kind == "vm_wallpaper":
+        reasons += _program_reasons(f"getter {kind}", WALLPAPER_COMMAND, has_app)
+        problem = dest_problem(str(config.get("dest") or ""))
+        reasons += [f"getter '{kind}': {problem}"] if problem else []
+    if kind == "default_video_player":
+        reasons += _program_reasons(f"getter {kind}", ["xdg-mime"], has_app)
     if kind in ("vm_file", "cloud_file"):
         multi = config.get("multi", False)
         paths = config.get("path") if multi else [config.get("path")]
@@ -264,6 +313,15 @@ def _table_reasons(options: Any) -> list[str]:
     return reasons
 
 
+def _archive_reasons(options: Any) -> list[str]:
+    file_type = options.get("file_type", "text") if isinstance(options, Mapping) else "text"
+    metric = FILE_TYPE_METRICS.get(file_type) if isinstance(file_type, str) else None
+    if metric is None:
+        return [f"compare_archive file_type '{file_type}' is not supported"]
+    return [] if is_supported(metric) else [f"compare_archive file_type '{file_type}' needs metric '{metric}', "
+                                            f"which is not supported"]
+
+
 def _docx_reasons(*getters: Any) -> list[str]:
     for config in getters:
         if isinstance(config, Mapping) and config.get("type") in ("vm_file", "cloud_file"):
@@ -271,6 +329,14 @@ def _docx_reasons(*getters: Any) -> list[str]:
             if any(isinstance(d, str) and PurePosixPath(d).suffix.lower() == ".odt" for d in dests):
                 return ["compare_docx_files: .odt files are not supported"]
     return []
+
+
+def _slider_colours_reasons(expected: Any) -> list[str]:
+    rules = expected.get("rules") if isinstance(expected, Mapping) and expected.get("type") == "rule" else None
+    kind = rules.get("type") if isinstance(rules, Mapping) else None
+    if kind is None or kind in ("match", "blackish"):
+        return []
+    return [f"check_qt_slider_colours rule type '{kind}' is not supported"]
 
 
 def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, has_app: HasApp) -> list[str]:
@@ -301,7 +367,7 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
         reasons.append(f"evaluator: conj {evaluator.get('conj')!r} is not 'and' or 'or'")
     for name, result, want, option in zip(names, results, expected, options):
         if not is_supported(name) or name == "infeasible":
-            reasons.append(f"metric '{name}' is not supported")
+            reasons.append(REFUSED_METRICS.get(name, f"metric '{name}' is not supported"))
             continue
         reasons += (_getter_reasons(result, cache, task_id, has_app)
                     + _getter_reasons(want, cache, task_id, has_app))
@@ -309,6 +375,12 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
             reasons += _table_reasons(option)
         elif name == "compare_docx_files":
             reasons += _docx_reasons(result, want)
+        elif name == "compare_pptx_files":
+            reasons += [f"compare_pptx_files option '{key}' is not supported" for key in unsupported_pptx_options(option)]
+        elif name == "compare_archive":
+            reasons += _archive_reasons(option)
+        elif name == "check_qt_slider_colours":
+            reasons += _slider_colours_reasons(want)
     return reasons
 
 

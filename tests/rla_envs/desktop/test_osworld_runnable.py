@@ -106,10 +106,28 @@ def test_sudo_is_not_available():
     assert _reasons(task) == ["execute: needs sudo (the password), which the session does not grant"]
 
 
+def test_services_the_session_does_not_run():
+    timezone = _task(func="is_utc_0", result={"type": "vm_command_line", "command": "timedatectl status",
+                                              "shell": True}, expected=None)
+    assert _reasons(timezone) == [
+        "getter vm_command_line: needs systemd's time service (timedatectl), which the session does not run"]
+    favourites = "export DBUS_SESSION_BUS_ADDRESS=x\ngsettings set org.gnome.shell favorite-apps \"['a.desktop']\""
+    assert _reasons(_task([{"type": "execute", "parameters": {"command": favourites, "shell": True}}])) == [
+        "execute: needs GNOME Shell's settings (org.gnome.shell), which the openbox session does not have"]
+    wallpaper = "gsettings get org.gnome.desktop.background picture-uri"
+    assert _reasons(_task(result={"type": "vm_command_line", "command": wallpaper, "shell": True})) == []
+
+
+def test_live_web_pages_are_refused():
+    assert _reasons(_task(func="literal_match", expected={"type": "info_from_website", "url": "https://x.org"})) == [
+        "getter 'info_from_website': needs the internet (it reads the expected values from a live web page)"]
+
+
 def test_unsupported_metrics_and_getters():
-    assert _reasons(_task(func="compare_pptx_files")) == ["metric 'compare_pptx_files' is not supported"]
+    assert _reasons(_task(func="no_such_metric")) == ["metric 'no_such_metric' is not supported"]
+    assert _reasons(_task(result={"type": "an_unknown_getter"})) == ["getter 'an_unknown_getter' is not supported"]
     assert _reasons(_task(result={"type": "active_tab_html_parse"})) == [
-        "getter 'active_tab_html_parse' is not supported"]
+        "getter 'active_tab_html_parse' category None is not supported (supported: class, class&url, input, xpath)"]
     assert _reasons(_task(expected={"type": "googledrive_file"})) == ["getter 'googledrive_file' is not supported"]
 
 
@@ -128,7 +146,7 @@ def test_relative_time_rules():
         "getter 'rule_relativeTime': needs rules with 'relativeTime' {'from': ...} and 'expected'"]
 
 
-@pytest.mark.parametrize("rule", ["pivot_table", "sparkline", "filter"])
+@pytest.mark.parametrize("rule", ["sparkline", "filter"])
 def test_unsupported_compare_table_rules(rule):
     task = _task(func="compare_table", result={"type": "vm_file", "path": "/home/user/s.xlsx", "dest": "s.xlsx"},
                  expected=None, options={"rules": [{"type": "sheet_name"}, {"type": rule}]})
@@ -152,10 +170,10 @@ def test_compare_table_cell_properties_and_methods():
 
 
 def test_list_evaluators_check_every_entry_and_their_lengths():
-    task = _task(func=["exact_match", "compare_pdfs"], conj="or",
+    task = _task(func=["exact_match", "no_such_metric"], conj="or",
                  result=[{"type": "vm_command_line", "command": "ls"}, {"type": "vm_file", "path": "/a", "dest": "a"}],
-                 expected=[{"type": "rule", "rules": {"expected": "x"}}, {"type": "pdf_from_url"}])
-    assert _reasons(task) == ["metric 'compare_pdfs' is not supported"]
+                 expected=[{"type": "rule", "rules": {"expected": "x"}}, {"type": "vm_file", "path": "/b", "dest": "b"}])
+    assert _reasons(task) == ["metric 'no_such_metric' is not supported"]
     short = _task(func=["exact_match", "exact_match"], result=[{"type": "vm_command_line", "command": "ls"}],
                   expected=[{"type": "rule", "rules": {"expected": "x"}}] * 2)
     assert _reasons(short) == ["evaluator: 'func' lists 2 metrics but 'result' has 1 entries"]

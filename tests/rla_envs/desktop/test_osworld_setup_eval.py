@@ -250,9 +250,9 @@ def test_other_getters(tmp_path):
 
 
 def test_run_time_failures_raise_instead_of_scoring(tmp_path):
-    with pytest.raises(NotRunnable, match="metric 'compare_pptx_files' is not supported"):
+    with pytest.raises(NotRunnable, match="metric 'no_such_metric' is not supported"):
         evaluate(RecordingClient(), {"id": TASK_ID, "instruction": "x", "evaluator": {
-            "func": "compare_pptx_files", "result": {"type": "vm_file", "path": "/a.pptx", "dest": "a.pptx"}}})
+            "func": "no_such_metric", "result": {"type": "vm_file", "path": "/a.pptx", "dest": "a.pptx"}}})
     with pytest.raises(SetupFailed, match="postconfig step 1"):
         evaluate(RecordingClient(fail={"open_file"}),
                  _text_task(postconfig=[{"type": "open", "parameters": {"path": "/x"}}]))

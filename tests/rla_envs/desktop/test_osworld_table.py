@@ -168,8 +168,8 @@ def test_bad_input(tmp_path):
     assert compare_table(str(broken), gold, **_rules(rule)) == 0.0
     with pytest.raises(EvaluationError, match="reference workbook"):
         compare_table(gold, str(broken), **_rules(rule))
-    with pytest.raises(EvaluationError, match="compare_table rule 'pivot_table' is not supported"):
-        compare_table(gold, gold, **_rules({"type": "pivot_table", "sheet_idx0": 0, "sheet_idx1": "EI0"}))
+    with pytest.raises(EvaluationError, match="compare_table rule 'sparkline' is not supported"):
+        compare_table(gold, gold, **_rules({"type": "sparkline", "sheet_idx0": 0, "sheet_idx1": "EI0"}))
     with pytest.raises(EvaluationError, match="rules"):
         compare_table(gold, gold)
 

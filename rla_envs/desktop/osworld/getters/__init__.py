@@ -8,6 +8,13 @@ accessibility tree text. One module per app (or group), each with its own ``GETT
     general  vm_file, cloud_file, vm_command_line, vm_command_error, rule, rule_relativeTime (see
              :mod:`..relative_time`), accessibility_tree, cache_file (a file a postconfig step wrote with ``stdout``)
     chrome   tabs (DevTools), bookmarks, history, cookies, Preferences settings, desktop shortcuts
+    terminal vm_terminal_output (the focused GNOME Terminal's text, from the accessibility tree)
+    gimp     gimp_config_file (GIMP 2.10's gimprc, sessionrc...)
+    directories  list_directory (a folder's tree)
+    vlc      vlc_config (vlcrc), vlc_playing_info (its HTTP status), default_video_player
+    window   vm_screen_size, vm_window_size
+    impress  background_image_in_slide (a slide's background picture, from the .pptx in the session)
+    wallpaper  vm_wallpaper (the image GNOME's background setting names)
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rla_envs.desktop.osworld.errors import EvaluationError
-from rla_envs.desktop.osworld.getters import chrome, general
+from rla_envs.desktop.osworld.getters import (chrome, directories, general, gimp, impress, terminal, vlc, wallpaper,
+                                               window)
 from rla_envs.desktop.osworld.getters.context import EvalContext, Getter, dest_problem, file_entries
 
 __all__ = ["GETTERS", "EvalContext", "run_getter", "file_entries", "dest_problem"]
@@ -24,6 +32,13 @@ __all__ = ["GETTERS", "EvalContext", "run_getter", "file_entries", "dest_problem
 GETTERS: dict[str, Getter] = {
     **general.GETTERS,
     **chrome.GETTERS,
+    **terminal.GETTERS,
+    **gimp.GETTERS,
+    **directories.GETTERS,
+    **vlc.GETTERS,
+    **window.GETTERS,
+    **impress.GETTERS,
+    **wallpaper.GETTERS,
 }
 """The getters this env supports, by OSWorld ``type``."""
 

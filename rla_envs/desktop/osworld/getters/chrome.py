@@ -2,9 +2,11 @@
 
     tabs     active_tab_info, open_tabs_info, active_url_from_accessTree, active_tab_url_parse, url_dashPart,
              url_path_parse (:mod:`..devtools`; the parsing is in :mod:`..urls`)
+    pages    active_tab_html_parse (the active page's elements), page_info (a URL loaded in a new tab),
+             chrome_appearance_mode_ui (the settings page's mode) (:mod:`..page_queries`)
     profile  bookmarks, history, cookie_data, the Preferences readers of :data:`..chrome_profile.PREFERENCE_READERS`
              (default_search_engine, profile_name, chrome_font_size, enable_do_not_track, enable_safe_browsing,
-             new_startup_page, find_unpacked_extension_path, data_delete_automacally, ...)
+             new_startup_page, find_unpacked_extension_path, data_delete_automacally, chrome_color_scheme, ...)
     desktop  shortcuts_on_desktop
 
 The active URL: OSWorld reads the address bar's text from the accessibility tree, puts ``goto_prefix`` before it
@@ -20,7 +22,7 @@ from functools import partial
 from typing import Any
 
 from rla_envs.desktop.client import ControllerError
-from rla_envs.desktop.osworld import chrome_profile
+from rla_envs.desktop.osworld import chrome_profile, page_queries
 from rla_envs.desktop.osworld.devtools import ChromeDevTools, ChromeTab
 from rla_envs.desktop.osworld.errors import EvaluationError
 from rla_envs.desktop.osworld.getters.context import EvalContext, Getter, target_path
@@ -92,6 +94,49 @@ def get_url_path_parse(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str,
     return None if url is None else product_path_params(url, config["parse_keys"])
 
 
+def get_active_tab_html_parse(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Texts of the active page's elements picked by class, XPath or form field, under the config's keys (see
+    :func:`..page_queries.html_parse_result`); None without tabs."""
+    problem = page_queries.html_parse_problem(config)
+    if problem:
+        raise EvaluationError(problem)
+    try:
+        queries = page_queries.dom_queries(config)
+        found = ChromeDevTools(ctx.client).evaluate_active(page_queries.dom_expression(queries))
+    except (ControllerError, ValueError) as exc:
+        raise EvaluationError(f"active_tab_html_parse: {exc}") from exc
+    if found is None:
+        return None
+    tab, page = found
+    if not isinstance(page, Mapping):
+        raise EvaluationError(f"active_tab_html_parse: the page at {tab.url} gave no answers ({page!r:.200})")
+    return page_queries.html_parse_result(config, str(page.get("url") or tab.url), queries, page["answers"])
+
+
+def get_page_info(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, str]:
+    """``{"title", "url", "content"}`` of ``config["url"]`` loaded in a new tab (closed again afterwards)."""
+    try:
+        tab, _ = ChromeDevTools(ctx.client).visit(config["url"], html=True)
+    except ControllerError as exc:
+        raise EvaluationError(f"page_info {config['url']}: {exc}") from exc
+    return tab.info()
+
+
+def get_chrome_appearance_mode_ui(ctx: EvalContext, config: Mapping[str, Any]) -> str:
+    """``"light"``, ``"dark"`` or ``"system"``: what chrome://settings/appearance shows (see
+    :func:`..page_queries.appearance_mode`), else what Preferences hold (OSWorld's fallback)."""
+    probe = page_queries.APPEARANCE_PROBE % (APPEARANCE_WAIT_MS,)
+    try:
+        _, answer = ChromeDevTools(ctx.client).visit(page_queries.APPEARANCE_URL, expression=probe)
+    except ControllerError:
+        answer = None  # OSWorld falls back to the Preferences file when the settings page cannot be read
+    return page_queries.appearance_mode(answer) or get_preference("chrome_color_scheme", ctx, config)
+
+
+APPEARANCE_WAIT_MS = 5000
+"""How long the settings page may take to load its prefs before the probe reads what it has."""
+
+
 def _profile_file(ctx: EvalContext, path: str) -> bytes | None:
     try:
         return ctx.client.get_file(path)
@@ -159,6 +204,9 @@ TAB_GETTERS: dict[str, Getter] = {
     "active_tab_url_parse": get_active_tab_url_parse,
     "url_dashPart": get_url_dash_part,
     "url_path_parse": get_url_path_parse,
+    "active_tab_html_parse": get_active_tab_html_parse,
+    "page_info": get_page_info,
+    "chrome_appearance_mode_ui": get_chrome_appearance_mode_ui,
 }
 """The getters that need a running Chrome (its DevTools endpoint)."""
 

@@ -16,7 +16,8 @@ from rla_envs.desktop.osworld.metrics.rules import similarity_ratio
 __all__ = ["compare_line_spacing", "compare_font_names", "compare_subscript_contains", "has_page_numbers_in_footers",
            "is_first_line_centered", "check_tabstops", "evaluate_strike_through_last_paragraph",
            "check_italic_font_size_14", "contains_page_break", "compare_docx_files_and_ignore_new_lines",
-           "compare_references", "compare_unique_train_records", "compare_docx_images", "fuzzy_place_math"]
+           "compare_references", "compare_unique_train_records", "compare_docx_images", "fuzzy_place_math",
+           "evaluate_colored_words_in_tables"]
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
@@ -228,3 +229,34 @@ def fuzzy_place_math(result: str | None, rules: Mapping[str, Any], **options: An
     if len(words) != 3:
         return 0.0
     return sum(max((similarity_ratio(w, answer) for answer in rules["expected"]), default=0.0) for w in words) / 3
+
+
+_VOWEL_RED, _CONSONANT_BLUE = (255, 0, 0), (0, 0, 255)
+
+
+def _colour_distance(rgb: tuple[int, int, int], target: tuple[int, int, int]) -> float:
+    """CIEDE2000 colour difference of two 0-255 RGB colours (scikit-image's, as OSWorld computes it)."""
+    from skimage.color import deltaE_ciede2000, rgb2lab  # heavy: only this metric needs it
+
+    return float(deltaE_ciede2000(rgb2lab([c / 255.0 for c in rgb]), rgb2lab([c / 255.0 for c in target])))
+
+
+def evaluate_colored_words_in_tables(result: str | None, expected: str | None, **options: Any) -> float:
+    """1 when the texts match and, in every table cell, each run starting with a vowel is red and every other
+    run is blue (within CIEDE2000 ``threshold``, default 3.5). A run without its own colour scores 0 (OSWorld
+    raises on it)."""
+    docs = _pair(result, expected, same_text=True)
+    if docs is None:
+        return 0.0
+    threshold = options.get("threshold", 3.5)
+    for table in docs[0].tables:
+        for row in table.rows:
+            for cell in row.cells:
+                for run in (run for p in cell.paragraphs for run in p.runs if run.text):
+                    colour = run.font.color.rgb
+                    if colour is None:
+                        return 0.0
+                    target = _VOWEL_RED if run.text[0].lower() in "aeiou" else _CONSONANT_BLUE
+                    if _colour_distance(tuple(colour), target) > threshold:
+                        return 0.0
+    return 1.0

@@ -20,8 +20,10 @@ Rule types supported here (:data:`SUPPORTED_RULES`):
     row_props / col_props   listed row/column dimension properties are equal
     data_validation         the sheet's data validations match ``dv_props``
     chart        the two sheets' charts, keyed by their data series, have equal ``chart_props`` (:data:`CHART_PROPS`)
+    pivot_table  the two sheets' pivot tables, keyed by their data source, have equal ``pivot_props`` (see
+                 :mod:`.pivot`); a missing sheet has none
 
-Anything else (``pivot_table``, ``sparkline``, ``filter``...) makes the task not runnable; the runnable check
+Anything else (``sparkline``, ``filter``...) makes the task not runnable; the runnable check
 reports ``compare_table rule '<type>' is not supported`` before an episode starts.
 """
 
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from rla_envs.desktop.osworld.errors import EvaluationError
+from rla_envs.desktop.osworld.metrics.pivot import pivot_summary
 from rla_envs.desktop.osworld.metrics.rules import match_value_to_rule, similarity_ratio
 from rla_envs.desktop.osworld.metrics.text import read_text
 
@@ -49,7 +52,7 @@ CHART_PROPS = ("title", "legend", "anchor", "width", "height", "type", "directio
 """Chart properties a ``chart`` rule can compare."""
 
 SUPPORTED_RULES = ("sheet_name", "sheet_data", "sheet_print", "sheet_fuzzy", "check_cell", "style", "freeze",
-                   "zoom", "row_props", "col_props", "data_validation", "chart")
+                   "zoom", "row_props", "col_props", "data_validation", "chart", "pivot_table")
 
 
 class _Books:
@@ -373,6 +376,12 @@ def _rule_chart(books: _Books, rule: Mapping[str, Any]) -> bool:
     return _charts(books.sheet(rule["sheet_idx0"]), props) == _charts(books.sheet(rule["sheet_idx1"]), props)
 
 
+def _rule_pivot_table(books: _Books, rule: Mapping[str, Any]) -> bool:
+    props = list(rule.get("pivot_props", []))
+    return (pivot_summary(books.sheet(rule["sheet_idx0"]), props)
+            == pivot_summary(books.sheet(rule["sheet_idx1"]), props))
+
+
 _RULES = {
     "sheet_name": lambda books, rule: books.names["R"] == books.names["E"],
     "sheet_data": _rule_sheet_data,
@@ -386,6 +395,7 @@ _RULES = {
     "col_props": _rule_props("column"),
     "data_validation": _rule_data_validation,
     "chart": _rule_chart,
+    "pivot_table": _rule_pivot_table,
 }
 assert set(_RULES) == set(SUPPORTED_RULES)
 

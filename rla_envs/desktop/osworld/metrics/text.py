@@ -1,5 +1,6 @@
 """Metrics over plain text files: ``compare_text_file``, ``diff_text_file``, ``file_contains``, ``check_list``,
-``compare_csv``. A missing result file (None) scores 0; so does one that is not text."""
+``compare_csv``, ``compare_result_files``, ``compare_python_pure_text``, ``check_line_number``. A missing result
+file (None) scores 0; so does one that is not text."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 
 from rla_envs.desktop.osworld.errors import EvaluationError
 
-__all__ = ["compare_text_file", "diff_text_file", "file_contains", "check_list", "compare_csv", "read_text",
-           "read_expected_text"]
+__all__ = ["compare_text_file", "diff_text_file", "file_contains", "check_list", "compare_csv",
+           "compare_result_files", "compare_python_pure_text", "check_line_number", "read_text", "read_expected_text"]
 
 _ENCODINGS = ("utf-8-sig", "latin-1")
 
@@ -104,3 +105,64 @@ def compare_csv(result: str | None, expected: str | Sequence[str] | None, **opti
         return out
 
     return float(any(lines(actual) == lines(read_expected_text(path)) for path in candidates))
+
+
+def compare_result_files(result: str | None, expected: str | None, **options: Any) -> float:
+    """1 when the result file gives the expected answer: for a numeric reference, the result contains its text or
+    is a number within 1e-4 of it; otherwise the two stripped texts are equal."""
+    actual = read_text(result)
+    if actual is None or not expected:
+        return 0.0
+    actual, gold = actual.strip(), read_expected_text(expected).strip()
+    try:
+        gold_number = float(gold)
+    except ValueError:
+        return float(actual == gold)
+    if gold in actual:
+        return 1.0  # the answer inside a sentence ("The median price is 42.5")
+    try:
+        return float(abs(float(actual) - gold_number) < 1e-4)
+    except ValueError:
+        return float(actual == gold)
+
+
+_ENCODING_LINE = ("#!", "# -*- coding:", "# coding:", "# coding=")
+
+
+def _python_lines(text: str) -> list[str]:
+    """The non-blank lines of Python source, tabs expanded to 4 and right-stripped, without a shebang or
+    encoding line among the first three lines."""
+    lines = text.splitlines()
+    start = 0
+    while start < min(len(lines), 3) and lines[start].strip().startswith(_ENCODING_LINE):
+        start += 1
+    return [line.expandtabs(4).rstrip() for line in lines[start:] if line.strip()]
+
+
+def compare_python_pure_text(result: str | None, expected: str | None, **options: Any) -> float:
+    """1 when two Python files hold the same lines once blank lines, trailing blanks, tabs and a leading
+    shebang/encoding line are set aside (indentation and comments count)."""
+    if not result or not expected:
+        return 0.0
+    try:
+        with open(result, encoding="utf-8") as handle:
+            actual = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return 0.0
+    return float(_python_lines(actual) == _python_lines(read_expected_text(expected)))
+
+
+_CLOCK_TIME = re.compile(r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)")
+
+
+def check_line_number(result: str | None, rules: Mapping[str, Any], **options: Any) -> float:
+    """1 when the number of lines holding a clock time (``HH:MM:SS``) equals ``int(rules["expected"])``."""
+    actual = read_text(result)
+    if actual is None:
+        return 0.0
+    try:
+        wanted = int(rules["expected"])
+    except (TypeError, ValueError) as exc:
+        raise EvaluationError(f"check_line_number needs an integer 'expected', got {rules.get('expected')!r}") from exc
+    lines = actual.split("\n")  # only newlines end a line, as when Python iterates over the file
+    return float(sum(1 for line in lines if _CLOCK_TIME.search(line)) == wanted)
