@@ -115,8 +115,8 @@ def _impress_tasks() -> list[dict[str, Any]]:
     tid = "rla-impress-add-slide"
     added = make_task(
         tid, "libreoffice_impress",
-        f"Add one new slide to the presentation {_DECK} (open in LibreOffice Impress), so that it has "
-        f"{len(_SLIDES) + 1} slides, and save it in its current format.",
+        f"Add one new slide to the presentation {_DECK} (open in LibreOffice Impress), keeping its slides, "
+        f"and save it in its current format.",
         [download_step(tid, "review.pptx", _DECK), *open_office_steps(_DECK, _DECK_TITLE)],
         exact_command_eval(_SLIDE_COUNT, f"{len(_SLIDES) + 1}\n", postconfig=office_postconfig(_DECK_TITLE)),
         ["pyautogui.hotkey('ctrl', 'm')\ntime.sleep(1.0)", SAVE_OFFICE_CODE, "DONE"],
