@@ -97,8 +97,11 @@ ${LAUNCHER_MARK} (written by scripts/install-desktop.sh): Chromium as OSWorld st
 # - --no-sandbox only where Chromium's sandbox cannot work: it needs unprivileged user namespaces and a chroot
 #   inside one (to /proc/self/fdinfo/), which most containers forbid; the probe below tries exactly that.
 #   Chromium refuses to run as root with its sandbox.
+# - XDG_CURRENT_DESKTOP=GNOME, as in OSWorld's Ubuntu VM: Chromium's default theme is then GTK (the desktop's),
+#   not "Classic", so a task that asks to switch the appearance mode starts where OSWorld's starts
 # Every argument given is passed on, after these.
 set -u
+export XDG_CURRENT_DESKTOP=GNOME
 sandbox=""
 if [ "\$(id -u)" -eq 0 ] || ! unshare --user --map-root-user --pid --net --fork \\
         python3 -c "import os; os.chroot('/proc/self/fdinfo/')" >/dev/null 2>&1; then
