@@ -324,8 +324,10 @@ class SampleTrainer(GRPOTrainer):
             rows.append(sampling_ratios(trainer_row[:length], sampled[:length], mode=self.vllm_importance_sampling_mode,
                                         clip_min=self.vllm_importance_sampling_clip_min,
                                         clip_max=self.vllm_importance_sampling_clip_max))
-        width = max(len(row) for row in rows)
-        padded = [row + [1.0] * (width - len(row)) for row in rows]  # padding tokens are masked out of the loss
+        # one ratio per token of the batch's completions (padding tokens and rows are masked out of the loss), or one
+        # per sequence
+        width = batch["completion_mask"].size(1) if self.vllm_importance_sampling_mode.startswith("token") else 1
+        padded = [row + [1.0] * (width - len(row)) for row in rows]
         return torch.tensor(padded, dtype=batch["old_per_token_logps"].dtype, device=batch["old_per_token_logps"].device)
 
     def _store_ref_logps(self, batches) -> None:
