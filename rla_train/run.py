@@ -45,8 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, RunDirError, CorruptCheckpoint) as error:  # raised at the door, before any work
         print(f"python -m rla_train.run: error: {error}", file=sys.stderr)
         return 2
-    print(format_summary(summary))
-    print(where_the_run_is(summary["run_dir"]))
+    if summary is not None:  # None: a data-parallel rank other than 0, which prints nothing
+        print(format_summary(summary))
+        print(where_the_run_is(summary["run_dir"]))
     return 0
 
 

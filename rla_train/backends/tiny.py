@@ -19,7 +19,9 @@ import json
 import os
 import random
 import shutil
+import sys
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -200,6 +202,23 @@ def _options_key(name: str, options: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+def _distributed_rank() -> int:
+    """This process's torch.distributed rank (0 without a process group, or when torch is not even imported)."""
+    dist = sys.modules.get("torch.distributed")
+    return dist.get_rank() if dist is not None and dist.is_available() and dist.is_initialized() else 0
+
+
+def _built_by_rank_zero(target: Path, timeout: float = 600.0) -> Path:
+    """``target`` once rank 0 of a data-parallel run has built it (it appears whole: built elsewhere, renamed)."""
+    deadline = time.monotonic() + timeout
+    while not (target / "config.json").is_file():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"rank {_distributed_rank()} waited {timeout:.0f} s for rank 0 to build the tiny model "
+                               f"{target}; does rank 0 build the same model?")
+        time.sleep(0.2)
+    return target
+
+
 def tiny_model_path(name: str = "tiny-qwen2", **options) -> Path:
     """The path of a tiny model built with ``options`` (see :func:`build_tiny_model`), built once and cached.
 
@@ -215,6 +234,8 @@ def tiny_model_path(name: str = "tiny-qwen2", **options) -> Path:
     target = root / f"{name}-{_options_key(name, options)}"
     if (target / "config.json").is_file():
         return target
+    if _distributed_rank() > 0:  # once torch.distributed is up, save_pretrained writes no weights off rank 0
+        return _built_by_rank_zero(target)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
     try:
         build_tiny_model(tmp, **options)

@@ -277,7 +277,8 @@ class RolloutConfig(Section):
     section: ClassVar[str] = "rollout"
     group_size: int = setting(8, "rollouts per task, one GRPO group (TRL num_generations)", alias="num_generations", ge=2,
                               fix="GRPO z-scores rewards within a group, which needs 2 rollouts or more; the paper uses 8")
-    tasks_per_step: int = setting(3, "tasks (groups) per training step", ge=1)
+    tasks_per_step: int = setting(3, "tasks (groups) per training step; per rank under a data-parallel launch "
+                                     "(docs/scale-out.md)", ge=1)
 
 
 @dataclass

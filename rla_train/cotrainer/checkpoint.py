@@ -39,7 +39,7 @@ import numpy as np
 from rla_envs.core.errors import RlaError
 
 __all__ = ["save_checkpoint", "latest_checkpoint", "list_checkpoints", "verify_checkpoint", "load_meta", "load_states",
-           "capture_rng", "restore_rng", "CorruptCheckpoint", "CheckpointWarning", "CHECKPOINTS_DIR"]
+           "capture_rng", "restore_rng", "apply_rng", "CorruptCheckpoint", "CheckpointWarning", "CHECKPOINTS_DIR"]
 
 CHECKPOINTS_DIR = "checkpoints"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
@@ -78,7 +78,13 @@ def restore_rng(checkpoint: str | os.PathLike) -> None:
     """Put back the RNG states saved in ``checkpoint`` (see :func:`capture_rng`)."""
     import torch
 
-    state = torch.load(Path(checkpoint) / _RNG, weights_only=False)
+    apply_rng(torch.load(Path(checkpoint) / _RNG, weights_only=False))
+
+
+def apply_rng(state: Mapping[str, Any]) -> None:
+    """Put back RNG states that :func:`capture_rng` returned."""
+    import torch
+
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])

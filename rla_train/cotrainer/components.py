@@ -198,17 +198,22 @@ def _policy_trainer(config: TrainConfig, run_dir: Path, model, tokenizer) -> Sam
                          mini_batches=policy.mini_batches, kl_reference=policy.kl_reference)
 
 
-def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = True) -> Components:
-    """Every part of the run, freshly built (a resume then loads the saved states into them)."""
+def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = True, rank: int = 0) -> Components:
+    """Every part of the run, freshly built (a resume then loads the saved states into them).
+
+    ``rank`` (data-parallel runs, :mod:`rla_train.cotrainer.distributed`): the training engine samples and resets
+    with ``train.seed + rank`` and a noisy-oracle judge draws with its own seed; models, held-out tasks and the pool
+    are the same on every rank.
+    """
     seed = config.train.seed
     policy_model, policy_tokenizer = load_model(config.policy.model, seed=seed, dtype=policy_dtype(config))
     policy_trainer = _policy_trainer(config, run_dir, policy_model, policy_tokenizer)
     policy_backend, eval_backend = policy_backends(config, policy_model, policy_tokenizer, policy_trainer)
-    reward_model, rm_model, rm_tokenizer, rm_text = build_judge(config, policy_model, policy_tokenizer)
+    reward_model, rm_model, rm_tokenizer, rm_text = build_judge(config, policy_model, policy_tokenizer, rank=rank)
     agent = build_agent(config)
     engine = RolloutEngine(env_spec(config, config.env.train_options), agent, policy_backend,
                            num_envs=config.env.num_envs, **env_workers(config),
-                           sampling=policy_sampling(config), seed=seed, progress=progress)
+                           sampling=policy_sampling(config), seed=seed + rank, progress=progress)
     plan = heldout_plan(config)
     eval_engine = heldout_engine(plan, agent, eval_backend, progress=progress)
     eval_tasks = heldout_tasks(eval_engine, plan)

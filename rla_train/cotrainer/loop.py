@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from collections import deque
+from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +33,10 @@ from rla_envs.core.trajectory import Trajectory
 from rla_envs.curriculum.pool import TaskPool
 from rla_train.config import CONFIG_FILENAME, MODES, ConfigError, TrainConfig
 from rla_train.config.preflight import check_env_options
-from rla_train.cotrainer.checkpoint import latest_checkpoint, load_meta, load_states, restore_rng, save_checkpoint
+from rla_train.cotrainer.checkpoint import (CorruptCheckpoint, apply_rng, capture_rng, latest_checkpoint, load_meta,
+                                           load_states, restore_rng, save_checkpoint)
 from rla_train.cotrainer.components import build_components
+from rla_train.cotrainer.distributed import ONE_PROCESS, Ranks, merge_rank_metrics
 from rla_train.cotrainer.play_setup import env_spec, play_heldout
 from rla_train.cotrainer.plots import plot_run
 from rla_train.cotrainer.run_dir import SCRATCH_DIRS, RunDirError, claim_run_dir
@@ -96,44 +100,46 @@ def reward_spec(config: TrainConfig):
                       group_filter=config.policy.group_filter)
 
 
-def train_step(config: TrainConfig, parts) -> dict[str, float]:
-    """One step of the loop (see the module docstring); returns its metrics."""
+def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[str, float]:
+    """One step of the loop (see the module docstring); returns its metrics (on rank 0; other ranks get ``{}``).
+
+    With several ranks (:mod:`rla_train.cotrainer.distributed`) rank 0 draws ``tasks_per_step`` tasks per rank,
+    each rank plays, judges and updates on its share (the updates all-reduce gradients), and rank 0 gets every
+    rank's groups for the pool and the metrics.
+    """
     mode = MODES[config.train.mode]
     started = time.perf_counter()
-    tasks = parts.feeder.draw(config.rollout.tasks_per_step)                                     # 1
+    draw = config.rollout.tasks_per_step * ranks.world_size
+    tasks = ranks.scatter(parts.feeder.draw(draw) if ranks.is_main else None)                   # 1
     episodes = parts.engine.run(tasks, group_size=config.rollout.group_size)                     # 2
     size = config.rollout.group_size
     groups = [episodes[g * size:(g + 1) * size] for g in range(len(tasks))]
-    metrics: dict[str, float] = {}
+    local: dict[str, float] = {}
     generations = {}
     if mode.reward_model:                                                                         # 3
         report = parts.reward_model.judge(None, episodes)
         generations = {id(e): g for e, g in zip(episodes, report.generations)}
-        metrics["judge_unparseable_fraction"] = report.unparseable_fraction
-        votes = [v for e in episodes for step in (e.judgments or []) for v in step]
-        if votes:
-            metrics["judge_good_vote_fraction"] = float(np.mean([v == 1 for v in votes]))
-        accuracy = outcome_accuracy([e.judgments for e in episodes], [e.won for e in episodes])
-        if accuracy is not None:
-            metrics["rm_outcome_accuracy"] = accuracy
+        local["judge_unparseable_fraction"] = report.unparseable_fraction
     spec = reward_spec(config)
     samples, stats = policy_samples(groups, spec)                                                # 4
-    if mode.reward_model:  # how often the judge changed the policy's signal (0 = the judge adds nothing)
-        metrics["policy_advantage_changed_fraction"] = advantage_change_fraction(groups, spec)
-    rewards = [step_rewards(e, spec) for e in episodes if e.error is None and e.num_steps]
-    if rewards:
-        metrics["integrated_reward_mean"] = float(np.mean(np.concatenate(rewards)))
-    metrics["outcome_reward_mean"] = float(np.mean([outcome_value(e.won) for e in episodes]))
     policy = parts.policy_trainer.update(samples)                                                 # 5
-    metrics.update({f"policy_{k}": v for k, v in policy.items() if not k.startswith("trl/")})
+    local.update({f"policy_{k}": v for k, v in policy.items() if not k.startswith("trl/")})
     if parts.rm_trainer is not None:                                                              # 6
         rm_samples, rm_stats = reward_model_samples(groups, generations, spec, low=config.reward_model.task_filter_low,
                                                     high=config.reward_model.task_filter_high)
         for _ in range(config.reward_model.updates_per_step):
             rm = parts.rm_trainer.update(rm_samples)
-        metrics.update({f"rm_{k}": v for k, v in rm.items() if not k.startswith("trl/")})
-        metrics["rm_judgments"] = rm_stats["judgments"]
-        metrics["rm_groups_filtered"] = rm_stats["groups_filtered"]
+        local.update({f"rm_{k}": v for k, v in rm.items() if not k.startswith("trl/")})
+        local["rm_judgments"] = rm_stats["judgments"]
+        local["rm_groups_filtered"] = rm_stats["groups_filtered"]
+    local.update(zero_advantage_fraction=stats["zero_advantage_fraction"], groups_filtered=stats["groups_filtered"])
+    played = ranks.gather((tasks, groups, local))
+    if not ranks.is_main:
+        return {}
+    tasks = [task for rank_tasks, _, _ in played for task in rank_tasks]
+    groups = [group for _, rank_groups, _ in played for group in rank_groups]
+    metrics = {**merge_rank_metrics([rank_metrics for _, _, rank_metrics in played]),
+               **_episode_metrics(groups, spec, mode)}
     for task, group in zip(tasks, groups):                                                        # 7
         usable = [e for e in group if e.error is None]
         if usable:
@@ -147,15 +153,36 @@ def train_step(config: TrainConfig, parts) -> dict[str, float]:
         metrics.update({f"pool_{k}": float(v) for k, v in funnel.items()})
         metrics["pool_accepted_total"] = float(parts.feeder.pool.counters.get("accepted", 0))
     seconds = time.perf_counter() - started
-    won = [bool(e.won) for e in episodes]
+    episodes = [e for group in groups for e in group]
+    metrics.update({"pool_tasks": float(len(parts.feeder.pool.active_tasks())),
+                    "episodes_per_second": len(episodes) / seconds, "step_seconds": seconds})
+    if ranks.distributed:
+        metrics["ranks"] = float(ranks.world_size)
+    return metrics
+
+
+def _episode_metrics(groups, spec: RewardSpec, mode) -> dict[str, float]:
+    """The step's metrics that depend on the played groups alone (every rank's, on rank 0)."""
+    episodes = [e for group in groups for e in group]
+    metrics: dict[str, float] = {}
+    if mode.reward_model:
+        votes = [v for e in episodes for step in (e.judgments or []) for v in step]
+        if votes:
+            metrics["judge_good_vote_fraction"] = float(np.mean([v == 1 for v in votes]))
+        accuracy = outcome_accuracy([e.judgments for e in episodes], [e.won for e in episodes])
+        if accuracy is not None:
+            metrics["rm_outcome_accuracy"] = accuracy
+        # how often the judge changed the policy's signal (0 = the judge adds nothing)
+        metrics["policy_advantage_changed_fraction"] = advantage_change_fraction(groups, spec)
+    rewards = [step_rewards(e, spec) for e in episodes if e.error is None and e.num_steps]
+    if rewards:
+        metrics["integrated_reward_mean"] = float(np.mean(np.concatenate(rewards)))
+    metrics["outcome_reward_mean"] = float(np.mean([outcome_value(e.won) for e in episodes]))
     metrics.update({
-        "success_rate": float(np.mean(won)), "episodes": float(len(episodes)),
+        "success_rate": float(np.mean([bool(e.won) for e in episodes])), "episodes": float(len(episodes)),
         "mean_steps": float(np.mean([e.num_steps for e in episodes])),
         "zero_variance_fraction": float(np.mean([len({e.won for e in g}) == 1 for g in groups])),
-        "zero_advantage_fraction": stats["zero_advantage_fraction"], "groups_filtered": stats["groups_filtered"],
         "env_errors": float(sum(e.error is not None for e in episodes)),
-        "pool_tasks": float(len(parts.feeder.pool.active_tasks())),
-        "episodes_per_second": len(episodes) / seconds, "step_seconds": seconds,
     })
     return metrics
 
@@ -181,16 +208,34 @@ def _state(parts, step: int, history: dict) -> dict[str, Any]:
                        "failures": {k: [t.to_dict() for t in v] for k, v in feeder.failures.items()}}}
 
 
-def _save(run_dir: Path, config: TrainConfig, parts, step: int, history: dict) -> Path:
-    models = {"policy": (parts.policy_model, parts.policy_tokenizer)}
-    if parts.rm_trainer is not None and parts.rm_model is not parts.policy_model:
-        models["reward_model"] = (parts.rm_model, parts.rm_tokenizer)
-    return save_checkpoint(run_dir, step, models=models, states=_state(parts, step, history), pool=parts.feeder.pool,
-                           meta={"step": step, "before": history.get("before")}, keep_last=config.output.keep_last)
+def _rank_state(parts) -> dict[str, Any]:
+    """What differs between data-parallel ranks and a resume must give back to each: its engine's turn counter,
+    its judge's random stream and its RNG states."""
+    return {"engine_turns": parts.engine.turns, "rng": capture_rng(),
+            "judge": parts.reward_model.state_dict() if hasattr(parts.reward_model, "state_dict") else None}
 
 
-def _restore(checkpoint: Path, parts) -> tuple[int, dict]:
-    """Load a checkpoint's weights and states into freshly built parts; returns (step, history)."""
+def _save(run_dir: Path, config: TrainConfig, parts, step: int, history: dict, ranks: Ranks = ONE_PROCESS) -> None:
+    """Checkpoint ``step`` (called on every rank: rank 0 writes it with every rank's own state, the others wait)."""
+    rank_states = ranks.gather(_rank_state(parts)) if ranks.distributed else None
+    if ranks.is_main:
+        models = {"policy": (parts.policy_model, parts.policy_tokenizer)}
+        if parts.rm_trainer is not None and parts.rm_model is not parts.policy_model:
+            models["reward_model"] = (parts.rm_model, parts.rm_tokenizer)
+        states = _state(parts, step, history)
+        if rank_states is not None:
+            states["ranks"] = rank_states
+        save_checkpoint(run_dir, step, models=models, states=states, pool=parts.feeder.pool,
+                        meta={"step": step, "before": history.get("before")}, keep_last=config.output.keep_last)
+    ranks.barrier()  # no rank runs ahead of a checkpoint it might have to resume from
+
+
+def _restore(checkpoint: Path, parts, ranks: Ranks = ONE_PROCESS) -> tuple[int, dict]:
+    """Load a checkpoint's weights and states into freshly built parts; returns (step, history).
+
+    Every rank reads the same checkpoint; a data-parallel rank then takes back its own engine counter, judge
+    stream and RNG states (a checkpoint of another number of ranks continues, but not exactly: a warning says so).
+    """
     from transformers import AutoModelForCausalLM
 
     states = load_states(checkpoint)
@@ -209,6 +254,16 @@ def _restore(checkpoint: Path, parts) -> tuple[int, dict]:
     feeder.failures = {k: deque([Trajectory.from_dict(t) for t in v], maxlen=feeder.keep_failures)
                        for k, v in states["feeder"]["failures"].items()}
     restore_rng(checkpoint)
+    saved_ranks = states.get("ranks") or [None]
+    if len(saved_ranks) != ranks.world_size:
+        warnings.warn(f"{checkpoint} was saved by {len(saved_ranks)} rank(s) and resumes on {ranks.world_size}: the "
+                      "run continues, but not exactly as it would have", RuntimeWarning, stacklevel=2)
+    elif ranks.distributed:
+        mine = saved_ranks[ranks.rank]
+        parts.engine.turns = mine["engine_turns"]
+        if mine["judge"] is not None:
+            parts.reward_model.load_state_dict(mine["judge"])
+        apply_rng(mine["rng"])
     return int(states["step"]), states["history"]
 
 
@@ -263,12 +318,17 @@ def _warm_start_reward_model(config: TrainConfig, parts, progress: bool = False)
     return {**{k: v for k, v in summary.items() if k != "seconds"}, "counts": counts}
 
 
-def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False) -> dict[str, Any]:
+def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False,
+          ranks: Ranks | None = None) -> dict[str, Any] | None:
     """Run the whole co-training job the config describes; returns the summary (also in ``summary.json``).
 
     The run holds its directory (``output.dir``, or ``train.resume_from`` when resuming) for its whole life
     (:func:`rla_train.cotrainer.run_dir.claim_run_dir`). A fresh run needs an empty directory, or ``overwrite`` to clear
     the earlier run's files; a resumed run continues from its newest intact checkpoint.
+
+    Under a data-parallel launch (``ranks``, default :meth:`Ranks.from_environment`; see
+    :mod:`rla_train.cotrainer.distributed`) every rank calls this: rank 0 holds the directory, evaluates, logs,
+    writes the checkpoints and returns the summary; the other ranks train beside it, show nothing, and return None.
 
     Raises (before any work):
         ConfigError: a model name that is neither ``tiny``, a model directory nor a hub id; env options the env
@@ -277,12 +337,22 @@ def train(config: TrainConfig, *, progress: bool = True, overwrite: bool = False
             or has no checkpoint to resume from.
         CorruptCheckpoint: resuming, but none of the run's checkpoints is intact.
     """
+    ranks = Ranks.from_environment() if ranks is None else ranks
     resume = config.train.resume_from is not None
     run_dir = Path(config.train.resume_from or config.output.dir)
     _check_inputs(config)
-    with claim_run_dir(run_dir, resume=resume, overwrite=overwrite):
-        checkpoint = _resume_point(config, run_dir) if resume else None
-        return _run(config, run_dir, checkpoint, progress)
+    with ExitStack() as held:
+        problem = checkpoint = None
+        if ranks.is_main:
+            try:
+                held.enter_context(claim_run_dir(run_dir, resume=resume, overwrite=overwrite))
+                checkpoint = _resume_point(config, run_dir) if resume else None
+            except (ConfigError, RunDirError, CorruptCheckpoint) as error:
+                problem = error
+        problem, checkpoint = ranks.broadcast((problem, checkpoint))  # every rank stops, or starts from the same point
+        if problem is not None:
+            raise problem
+        return _run(config, run_dir, checkpoint, progress and ranks.is_main, ranks)
 
 
 def _check_inputs(config: TrainConfig) -> None:
@@ -306,52 +376,76 @@ def _resume_point(config: TrainConfig, run_dir: Path) -> Path:
     return checkpoint
 
 
-def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: bool) -> dict[str, Any]:
+def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: bool,
+         ranks: Ranks = ONE_PROCESS) -> dict[str, Any] | None:
     """The run itself, in a directory :func:`train` holds: from ``checkpoint`` when resuming, else from scratch."""
     import torch
     from transformers import set_seed
 
-    config.save(run_dir / CONFIG_FILENAME)
+    if ranks.is_main:
+        config.save(run_dir / CONFIG_FILENAME)
+    world = f", {ranks.world_size} data-parallel ranks" if ranks.distributed else ""
     _phase(progress, f"run {run_dir} ({'resuming from ' + checkpoint.name if checkpoint else 'fresh'}, mode "
-                     f"{config.train.mode}): building the policy, the reward model and the envs")
-    set_seed(config.train.seed)
-    parts = build_components(config, run_dir, progress=progress)
+                     f"{config.train.mode}{world}): building the policy, the reward model and the envs")
+    set_seed(config.train.seed)  # the same initial weights on every rank
+    parts = build_components(config, run_dir, progress=progress, rank=ranks.rank)
+    if ranks.rank:
+        set_seed(config.train.seed + ranks.rank)  # each rank samples its own numbers
     try:
         if checkpoint is not None:
-            step, history = _restore(checkpoint, parts)
+            step, history = _restore(checkpoint, parts, ranks)
             parts.policy_trainer.sync_generation_weights()  # a vLLM engine still holds the initial weights
         else:
             step, history = 0, {}
-            if config.train.warm_start_sft_steps:
-                _phase(progress, f"evaluating the initial model: {len(parts.eval_tasks)} held-out episodes")
-                history["initial"] = evaluate(parts.eval_engine, parts.eval_tasks, desc="held-out initial")
-                history["warm_start"] = _warm_start(config, parts, run_dir, progress)
-                parts.policy_trainer.sync_generation_weights()
-            if config.reward_model.warm_start_steps and parts.rm_model is not None:
-                if parts.rm_probe is not None:
-                    history["rm_probe_initial"] = parts.rm_probe(parts.reward_model)
-                history["rm_warm_start"] = _warm_start_reward_model(config, parts, progress)
-            _record(history, "before", _evaluations(parts, "before co-training", progress))
-            _save(run_dir, config, parts, 0, history)
+            _warm_starts(config, parts, run_dir, history, progress, ranks)
+            if ranks.is_main:
+                _record(history, "before", _evaluations(parts, "before co-training", progress))
+            _save(run_dir, config, parts, 0, history, ranks)
         if step < config.train.steps:  # train.steps=0: warm start and evaluate only
             _phase(progress, f"co-training steps {step + 1}-{config.train.steps}: {config.rollout.tasks_per_step} tasks x "
-                             f"{config.rollout.group_size} rollouts per step")
-            _loop(config, parts, run_dir, step, history, progress)
+                             f"{config.rollout.group_size} rollouts per step{' per rank' if ranks.distributed else ''}")
+            _loop(config, parts, run_dir, step, history, progress, ranks)
             step = config.train.steps
         if config.train.steps > 0:
-            _record(history, "after", _evaluations(parts, "after co-training", progress))
-            _save(run_dir, config, parts, step, history)
+            if ranks.is_main:
+                _record(history, "after", _evaluations(parts, "after co-training", progress))
+            _save(run_dir, config, parts, step, history, ranks)
     finally:
         parts.close()
-        _remove_empty_scratch(run_dir)
+        if ranks.is_main:
+            _remove_empty_scratch(run_dir)
+    if not ranks.is_main:
+        return None
     if step:
         plot_run(run_dir, run_dir / "learning_curves.png", pool=parts.feeder.pool, summary=history)
     summary = {"mode": config.train.mode, "steps": step, "run_dir": str(run_dir), **history,
                "threads": torch.get_num_threads()}
+    if ranks.distributed:
+        summary["ranks"] = ranks.world_size
     if MODES[config.train.mode].adapt_env:
         summary["pool"] = pool_funnel(parts.feeder.pool)
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
+
+
+def _warm_starts(config: TrainConfig, parts, run_dir: Path, history: dict, progress: bool, ranks: Ranks) -> None:
+    """The policy's and the reward model's warm starts, as the config asks (fresh runs only).
+
+    Every rank runs them (TRL's trainers are data-parallel under the launch); rank 0 evaluates, and its weights are
+    then copied to every rank.
+    """
+    if config.train.warm_start_sft_steps:
+        if ranks.is_main:
+            _phase(progress, f"evaluating the initial model: {len(parts.eval_tasks)} held-out episodes")
+            history["initial"] = evaluate(parts.eval_engine, parts.eval_tasks, desc="held-out initial")
+        history["warm_start"] = _warm_start(config, parts, run_dir, progress)
+        ranks.broadcast_parameters(parts.policy_model)
+        parts.policy_trainer.sync_generation_weights()
+    if config.reward_model.warm_start_steps and parts.rm_model is not None:
+        if parts.rm_probe is not None and ranks.is_main:
+            history["rm_probe_initial"] = parts.rm_probe(parts.reward_model)
+        history["rm_warm_start"] = _warm_start_reward_model(config, parts, progress)
+        ranks.broadcast_parameters(parts.rm_model)
 
 
 def _remove_empty_scratch(run_dir: Path) -> None:
@@ -362,19 +456,23 @@ def _remove_empty_scratch(run_dir: Path) -> None:
             scratch.rmdir()
 
 
-def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, progress: bool) -> None:
-    """Training steps ``step + 1 .. train.steps``: metrics logged every step, evaluations and checkpoints as due."""
-    with RunLog(run_dir, total_steps=config.train.steps, start_step=step, progress=progress,
-                tensorboard=config.output.tensorboard) as log:
+def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, progress: bool,
+          ranks: Ranks = ONE_PROCESS) -> None:
+    """Training steps ``step + 1 .. train.steps``: metrics logged every step, evaluations and checkpoints as due
+    (logs and evaluations by rank 0 alone)."""
+    run_log = (RunLog(run_dir, total_steps=config.train.steps, start_step=step, progress=progress,
+                      tensorboard=config.output.tensorboard) if ranks.is_main else nullcontext())
+    with run_log as log:
         while step < config.train.steps:
-            metrics = train_step(config, parts)
+            metrics = train_step(config, parts, ranks)
             step += 1
-            if config.train.eval_every and step % config.train.eval_every == 0 and step < config.train.steps:
-                for name, result in _evaluations(parts, f"step {step}").items():
-                    metrics.update(_scalars(f"{name}_", result))
-            log.log(step, metrics)
+            if log is not None:
+                if config.train.eval_every and step % config.train.eval_every == 0 and step < config.train.steps:
+                    for name, result in _evaluations(parts, f"step {step}").items():
+                        metrics.update(_scalars(f"{name}_", result))
+                log.log(step, metrics)
             if config.output.checkpoint_every and step % config.output.checkpoint_every == 0:
-                _save(run_dir, config, parts, step, history)
+                _save(run_dir, config, parts, step, history, ranks)
 
 
 def _record(history: dict, when: str, results: dict[str, dict[str, Any]]) -> None:

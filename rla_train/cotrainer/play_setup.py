@@ -119,8 +119,10 @@ def policy_backends(config: TrainConfig, model, tokenizer, trainer):
     return policy_backend(base, config.policy.action_mode), policy_backend(base, config.policy.action_mode)
 
 
-def build_judge(config: TrainConfig, policy_model, policy_tokenizer):
+def build_judge(config: TrainConfig, policy_model, policy_tokenizer, *, rank: int = 0):
     """(judge, rm model, rm tokenizer, its plain text backend) as the config says; Nones without one.
+
+    ``rank`` (data-parallel runs) shifts the noisy oracle's seed, so that each rank's judge draws its own numbers.
 
     The judge is a :class:`~rla_train.reward_model.RewardModel` (``reward_model.kind=model``; with
     ``verdict_mode=choice`` over a :class:`~rla_train.reward_model.VerdictChoiceBackend`), or a
@@ -132,7 +134,7 @@ def build_judge(config: TrainConfig, policy_model, policy_tokenizer):
         return None, None, None, None
     if section.kind == "noisy_oracle":
         judge = NoisyOracleJudge(section.oracle_accuracy, judgments_per_step=section.judgments_per_step,
-                                 seed=config.train.seed + 3)  # +1: the rm model, +2: the rewriter
+                                 seed=config.train.seed + 3 + rank)  # +1: the rm model, +2: the rewriter
         return judge, None, None, None
     if section.model is None:
         return None, None, None, None

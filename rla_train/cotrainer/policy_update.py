@@ -59,6 +59,7 @@ from trl import GRPOTrainer
 
 from rla_train.backends.choice import ChoiceBackend
 from rla_train.backends.hf import TransformersBackend
+from rla_train.cotrainer.distributed import Ranks, aligned_micro_batches
 from rla_train.signals.samples import Sample
 from rla_train.signals.sampling_correction import sampling_ratios
 
@@ -78,7 +79,16 @@ TRL_ATTRIBUTES = ("beta", "ref_model", "num_iterations", "_metrics", "use_vllm",
 """Attributes ``GRPOTrainer.__init__`` sets that :class:`SampleTrainer` reads (and ``vllm_generation`` with
 ``use_vllm``)."""
 
-NOT_LOSS_INPUTS = ("choice_rows", "sampler_logprobs")
+PADDING = "padding"
+"""The key that marks a padding micro-batch (data-parallel ranks with fewer samples than the busiest; no gradient)."""
+
+ROW_SCALE = "row_scale"
+"""The key of a data-parallel micro-batch's factor from its padded row count back to its real rows."""
+
+ROW_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
+"""TRL loss types that average over a micro-batch's rows (padding rows would dilute them; the others count tokens)."""
+
+NOT_LOSS_INPUTS = ("choice_rows", "sampler_logprobs", PADDING, ROW_SCALE)
 """Batch keys kept for SampleTrainer's own use and left out of what TRL's loss receives."""
 
 
@@ -168,24 +178,35 @@ class SampleTrainer(GRPOTrainer):
         """
         kept = [s for s in samples if s.advantage != 0 and s.completion_ids]
         metrics = {"samples": float(len(kept)), "dropped_zero_advantage": float(len(samples) - len(kept))}
-        if not kept:
+        ranks = Ranks(self.accelerator.num_processes, self.accelerator.process_index)
+        if ranks.distributed:  # every rank runs as many micro-batches as the busiest, or a collective hangs
+            aligned = aligned_micro_batches(ranks.gather(len(kept)), self.mini_batches,
+                                            max(1, int(self.args.per_device_train_batch_size)))
+        if not (aligned[0] if ranks.distributed else kept):
             return {**metrics, "loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
         parts = min(self.mini_batches, len(kept))
-        bounds = [round(k * len(kept) / parts) for k in range(parts + 1)]
-        steps = [self._micro_batches(kept[a:b]) for a, b in zip(bounds, bounds[1:])]
+        bounds = [round(k * len(kept) / parts) for k in range(parts + 1)] if kept else [0]
+        if ranks.distributed:
+            steps = self._aligned_steps([kept[a:b] for a, b in zip(bounds, bounds[1:])], *aligned, ranks=ranks,
+                                        filler=kept[0] if kept else self._filler_sample(samples))
+        else:
+            steps = [self._micro_batches(kept[a:b]) for a, b in zip(bounds, bounds[1:])]
         self.model.train()
-        if (self.num_iterations * parts > 1 or (self.beta and self.kl_reference == "pre_update")
+        if (self.num_iterations * len(steps) > 1 or (self.beta and self.kl_reference == "pre_update")
                 or self.corrects_sampling):
             self._store_old_logps([batch for batches in steps for batch in batches])
         if self.beta and self.kl_reference == "initial":
             self._store_ref_logps([batch for batches in steps for batch in batches])
+        step = {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
         for _ in range(self.num_iterations):
             for batches in steps:
-                step = self._optimizer_step(batches)
+                result = self._optimizer_step(batches)
+                if any(PADDING not in batch for batch in batches):  # a step of padding alone reports nothing
+                    step = result
         self.sync_generation_weights()
         trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
         self._metrics["train"].clear()
-        return {**metrics, **step, "optimizer_steps": float(self.num_iterations * parts),
+        return {**metrics, **step, "optimizer_steps": float(self.num_iterations * len(steps)),
                 "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
                 **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
 
@@ -203,9 +224,55 @@ class SampleTrainer(GRPOTrainer):
         if self.use_vllm:
             self.vllm_generation.sync_weights()
 
-    def _micro_batches(self, samples: Sequence[Sample]) -> list[dict[str, Any]]:
-        """The micro-batches of one optimizer step, their token counts normalised over the whole step."""
+    def _aligned_steps(self, parts: list[list[Sample]], optimizer_steps: int, micro_batches: int, *, ranks: Ranks,
+                       filler: Sample) -> list[list[dict[str, Any]]]:
+        """A data-parallel rank's optimizer steps, shaped alike on every rank so that every collective meets its peers.
+
+        ``parts`` (this rank's samples per optimizer step) grow to ``optimizer_steps`` steps of ``micro_batches``
+        micro-batches of exactly ``per_device_train_batch_size`` rows each (TRL gathers per-row metrics, and DDP
+        all-reduces in every backward pass). Rows and micro-batches added for that are ``filler`` with its completion
+        mask cleared: they run the forward and backward passes and add nothing to the loss; a loss that averages
+        over rows is scaled back to the real rows (:data:`ROW_MEAN_LOSSES`). Token-normalised losses divide by
+        the step's tokens over every rank, as TRL does.
+        """
         micro = max(1, int(self.args.per_device_train_batch_size))
+        parts = [*parts, *([] for _ in range(optimizer_steps - len(parts)))]
+        steps = []
+        for part in parts:
+            chunks = [part[i:i + micro] for i in range(0, len(part), micro)]
+            batches = [self._padded_batch(chunk, filler, micro) for chunk in chunks]
+            batches += [{**self._padded_batch([], filler, micro), PADDING: True}
+                        for _ in range(micro_batches - len(chunks))]
+            steps.append(batches)
+        local_tokens = [float(sum(batch["completion_mask"].sum() for batch in batches)) for batches in steps]
+        step_tokens = [sum(tokens) for tokens in zip(*ranks.gather(local_tokens))]
+        for batches, tokens in zip(steps, step_tokens):
+            real = max(1, sum(PADDING not in batch for batch in batches))
+            for batch in batches:  # TRL's token-normalised losses divide by num_items_in_batch / ranks x real batches
+                batch["num_items_in_batch"] = torch.tensor(tokens / real, device=self.accelerator.device)
+        return steps
+
+    def _padded_batch(self, samples: Sequence[Sample], filler: Sample, rows: int) -> dict[str, Any]:
+        """One micro-batch of ``samples`` filled up to ``rows`` rows with ``filler`` rows that carry no loss."""
+        batch = self._micro_batches([*samples, *([filler] * (rows - len(samples)))], single=True)[0]
+        batch["completion_mask"][len(samples):] = 0
+        batch["advantages"][len(samples):] = 0.0
+        if samples and len(samples) < rows and self.loss_type in ROW_MEAN_LOSSES:
+            batch[ROW_SCALE] = rows / len(samples)
+        return batch
+
+    def _filler_sample(self, samples: Sequence[Sample]) -> Sample:
+        """A sample to pad with on a rank that kept none: one of its own, else one end-of-sequence token."""
+        usable = [s for s in samples if s.completion_ids and (not self.choice_logprob or s.alternatives)]
+        if usable:
+            return usable[0]
+        token = self.processing_class.eos_token_id
+        return Sample([token], [token], 0.0, alternatives=[[token]])
+
+    def _micro_batches(self, samples: Sequence[Sample], *, single: bool = False) -> list[dict[str, Any]]:
+        """The micro-batches of one optimizer step, their token counts normalised over the whole step
+        (``single``: all ``samples`` in one micro-batch)."""
+        micro = len(samples) if single else max(1, int(self.args.per_device_train_batch_size))
         pad = self.processing_class.pad_token_id
         pad = pad if pad is not None else self.processing_class.eos_token_id
         if self.choice_logprob:
@@ -257,8 +324,10 @@ class SampleTrainer(GRPOTrainer):
             rows.append(sampling_ratios(trainer_row[:length], sampled[:length], mode=self.vllm_importance_sampling_mode,
                                         clip_min=self.vllm_importance_sampling_clip_min,
                                         clip_max=self.vllm_importance_sampling_clip_max))
-        width = max(len(row) for row in rows)
-        padded = [row + [1.0] * (width - len(row)) for row in rows]  # padding tokens are masked out of the loss
+        # one ratio per token of the batch's completions (padding tokens and rows are masked out of the loss), or one
+        # per sequence
+        width = batch["completion_mask"].size(1) if self.vllm_importance_sampling_mode.startswith("token") else 1
+        padded = [row + [1.0] * (width - len(row)) for row in rows]
         return torch.tensor(padded, dtype=batch["old_per_token_logps"].dtype, device=batch["old_per_token_logps"].device)
 
     def _store_ref_logps(self, batches) -> None:
@@ -310,17 +379,23 @@ class SampleTrainer(GRPOTrainer):
     def _optimizer_step(self, batches) -> dict[str, float]:
         """Accumulate the GRPO loss over the micro-batches, clip, step the optimizer and the schedule."""
         loss_total, tokens = 0.0, 0
-        self.current_gradient_accumulation_steps = len(batches)
+        self.current_gradient_accumulation_steps = max(1, sum(PADDING not in batch for batch in batches))
         for batch in batches:
-            tokens += int(batch["completion_mask"].sum())
             self._choice_rows = batch.get("choice_rows")
             try:
                 with self.compute_loss_context_manager():
                     loss = self.compute_loss(self.model, {k: v for k, v in batch.items() if k not in NOT_LOSS_INPUTS})
             finally:
                 self._choice_rows = None
+            if PADDING in batch:  # the backward pass still runs: DDP all-reduces gradients in it
+                loss = loss * 0.0
+            else:
+                loss = loss * batch.get(ROW_SCALE, 1.0)
+                tokens += int(batch["completion_mask"].sum())
+                loss_total += float(loss.detach())
             self.accelerator.backward(loss)
-            loss_total += float(loss.detach())
+        if self.choice_logprob and self.accelerator.num_processes > 1:
+            self._average_gradients()
         grad_norm = float("nan")
         if self.args.max_grad_norm and self.args.max_grad_norm > 0:
             grad_norm = float(self.accelerator.clip_grad_norm_(self.model.parameters(), self.args.max_grad_norm))
@@ -329,6 +404,21 @@ class SampleTrainer(GRPOTrainer):
         self.optimizer.zero_grad(set_to_none=True)
         self.state.global_step += 1
         return {"loss": loss_total, "grad_norm": grad_norm, "tokens": float(tokens)}
+
+    def _average_gradients(self) -> None:
+        """Average the gradients over the data-parallel ranks by hand.
+
+        Choice log-probabilities run the model's base and output layer directly (not the DDP wrapper's forward), so
+        DDP's own all-reduce never fires for them.
+        """
+        import torch.distributed as dist
+
+        for parameter in self.model.parameters():
+            if parameter.requires_grad:
+                if parameter.grad is None:
+                    parameter.grad = torch.zeros_like(parameter)
+                dist.all_reduce(parameter.grad)
+                parameter.grad /= self.accelerator.num_processes
 
     def state_dicts(self) -> dict[str, Any]:
         """Optimizer, scheduler and step counter, for a checkpoint."""
