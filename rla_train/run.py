@@ -37,8 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(int(os.environ["RLA_TORCH_THREADS"]))
     from rla_train.config import ConfigError
     from rla_train.cotrainer.checkpoint import CorruptCheckpoint
-    from rla_train.cotrainer.loop import format_summary, train
+    from rla_train.cotrainer.loop import train
     from rla_train.cotrainer.run_dir import RunDirError
+    from rla_train.cotrainer.summary import format_summary
 
     try:
         summary = train(config, overwrite=args.overwrite)

@@ -1,0 +1,50 @@
+"""What a co-training run prints at its end: its summary as readable lines (pure formatting, no I/O)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["format_summary"]
+
+
+def _success_line(label: str, result: dict[str, Any]) -> str:
+    return (f"  {label:<42} {result['success_rate']:6.1%}  ({int(result['won'])}/{int(result['episodes'])}, "
+            f"95% CI {result['ci_low']:.1%}-{result['ci_high']:.1%}, mean steps {result['mean_steps']:.1f})")
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """What the run prints at the end: held-out success, training success on the fixed probe, the reward model's
+    balanced accuracy on its labelled probe, the pool's rewrites, and the scalar rest as one JSON line."""
+    before_label = "before co-training" + (" (after the warm start)" if "initial" in summary else "")
+    lines = ["held-out success:"]
+    for key, label in (("initial", "initial model"), ("before", before_label), ("after", "after co-training")):
+        if summary.get(key):
+            lines.append(_success_line(label, summary[key]))
+    if summary.get("probe_before"):
+        lines.append("training-game success on the fixed probe:")
+        for key, label in (("probe_before", before_label), ("probe_after", "after co-training")):
+            if summary.get(key):
+                lines.append(_success_line(label, summary[key]))
+    rm_rows = [(k, label) for k, label in (("rm_probe_initial", "untrained"), ("rm_probe_before", "before co-training"),
+                                           ("rm_probe_after", "after co-training")) if summary.get(k)]
+    if rm_rows:
+        lines.append("reward model on its labelled probe (balanced accuracy, AUC):")
+        for key, label in rm_rows:
+            result = summary[key]
+            ci = result.get("balanced_accuracy_ci")
+            interval = f", 95% CI {ci[0]:.3f}-{ci[1]:.3f}" if ci else ""
+            lines.append(f"  {label:<42} {_num(result.get('balanced_accuracy'))}{interval}, AUC "
+                         f"{_num(result.get('auc'))}  ({int(result.get('good', 0))} good / {int(result.get('bad', 0))} "
+                         "bad steps)")
+    if summary.get("pool"):
+        pool = summary["pool"]
+        lines.append(f"task pool: {pool.get('triggered', 0)} rewrites triggered, {pool.get('generated', 0)} candidates, "
+                     f"{pool.get('valid', 0)} valid, {pool.get('measured', 0)} measured, {pool.get('accepted', 0)} accepted")
+    scalars = {k: v for k, v in summary.items() if isinstance(v, (int, float, str)) or k == "warm_start"}
+    lines.append(json.dumps(scalars))
+    return "\n".join(lines)
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
