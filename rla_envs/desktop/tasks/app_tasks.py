@@ -89,7 +89,9 @@ def _chrome_tasks() -> list[dict[str, Any]]:
                                postconfig=[_sleep(1.0)]),
             # each step waits for the window title that says the previous key took effect
             ["pyautogui.hotkey('ctrl', 't')\n" + wait_window_code("New Tab - Chromium"),
-             "pyautogui.hotkey('ctrl', 'l')\ntime.sleep(0.5)\n" + type_code(f"file://{target}\n") + "\n"
+             # Delete drops an inline autocompletion (the recipe's URL shares the prefix) before Enter
+             "pyautogui.hotkey('ctrl', 'l')\ntime.sleep(0.5)\n" + type_code(f"file://{target}") + "\n"
+             "time.sleep(0.5)\npyautogui.press('delete')\npyautogui.press('enter')\n"
              + wait_window_code("Shopping list - Chromium"),
              "DONE"],
             {"soup.html": _SOUP, "shopping.html": _SHOPPING},
