@@ -4,7 +4,8 @@ Supported step types and what they do (same parameters as OSWorld's ``SetupContr
 
     download         {"files": [{"url", "path"}]}   the file from the FileCache -> ``client.upload(path)``
     open             {"path"}                       ``client.open_file``
-    launch           {"command", "shell"?}          ``client.launch`` (a string without shell is split on spaces)
+    launch           {"command", "shell"?}          ``client.launch`` (a string without shell is split on spaces;
+                                                    a socat listener gets ``reuseaddr``: :func:`listen_reusably`)
     execute/command  {"command", "shell"?, "stdout"?, "stderr"?, "until"?}   ``client.setup_execute``
     sleep            {"seconds"}
     activate_window  {"window_name", "strict"?, "by_class"?}
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rla_envs.desktop.client import ControllerClient, ControllerError
@@ -39,7 +40,7 @@ from rla_envs.desktop.osworld.devtools import ChromeDevTools
 from rla_envs.desktop.osworld.errors import SetupFailed
 
 __all__ = ["run_steps", "SetupFailed", "STEP_TYPES", "StepContext", "expand_placeholders", "shell_flag",
-           "DEFAULT_PASSWORD", "UNTIL_TIMEOUT_S", "EMPTY_HISTORY_URL", "EMPTY_HISTORY_TASK"]
+           "DEFAULT_PASSWORD", "UNTIL_TIMEOUT_S", "EMPTY_HISTORY_URL", "EMPTY_HISTORY_TASK", "listen_reusably"]
 
 logger = logging.getLogger(__name__)
 
@@ -132,11 +133,28 @@ def _open(ctx: StepContext, params: Mapping[str, Any]) -> None:
     ctx.client.open_file(path)
 
 
+_SOCAT_LISTEN = ("tcp-listen:", "tcp4-listen:", "tcp6-listen:")
+
+
+def listen_reusably(command: Any) -> Any:
+    """``command`` with ``reuseaddr`` added to each TCP listening address when it runs socat (unchanged otherwise).
+
+    OSWorld's Chrome tasks launch ``["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]`` on a freshly reverted
+    VM. Our session is reset in place, so connections of the previous episode may still sit in TIME_WAIT on port
+    9222 for a minute, and socat 1.7 (Debian 12) does not set SO_REUSEADDR: its bind would fail and every DevTools
+    getter of the next episode would find nothing listening.
+    """
+    if not isinstance(command, list) or not command or PurePosixPath(str(command[0])).name != "socat":
+        return command
+    return [f"{word},reuseaddr" if isinstance(word, str) and word.lower().startswith(_SOCAT_LISTEN)
+            and "reuseaddr" not in word.lower() else word for word in command]
+
+
 def _launch(ctx: StepContext, params: Mapping[str, Any]) -> None:
     command, shell = _command(params)
     if isinstance(command, str) and not shell and len(command.split()) > 1:
         command = command.split()  # OSWorld splits a string command on spaces when it is not run by a shell
-    ctx.client.launch(expand_placeholders(command, ctx), shell=shell)
+    ctx.client.launch(listen_reusably(expand_placeholders(command, ctx)), shell=shell)
 
 
 def _execute(ctx: StepContext, params: Mapping[str, Any]) -> None:

@@ -291,3 +291,16 @@ def test_relative_time_expected_values_through_the_evaluator():
     late = evaluate(RecordingClient(outputs=reply(tomorrow + dt.timedelta(days=1))), task)
     assert good == 1.0 or late == 1.0
     assert evaluate(RecordingClient(outputs=reply(tomorrow + dt.timedelta(days=7))), task) == 0.0
+
+
+def test_a_socat_listener_is_launched_with_reuseaddr():
+    from rla_envs.desktop.osworld.setup import listen_reusably
+
+    osworld = ["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]
+    assert listen_reusably(osworld) == ["socat", "tcp-listen:9222,fork,reuseaddr", "tcp:localhost:1337"]
+    assert osworld == ["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]  # the task is not changed
+    assert listen_reusably(["/usr/bin/socat", "TCP4-LISTEN:80,reuseaddr", "-"]) == ["/usr/bin/socat",
+                                                                                 "TCP4-LISTEN:80,reuseaddr", "-"]
+    assert listen_reusably(["google-chrome", "tcp-listen:1"]) == ["google-chrome", "tcp-listen:1"]
+    assert listen_reusably("socat tcp-listen:9222,fork tcp:localhost:1337") == \
+        "socat tcp-listen:9222,fork tcp:localhost:1337"  # a shell string is the shell's to run
