@@ -61,9 +61,10 @@ _BOOKMARKED_URLS = _python_line(
     "import json; roots = json.load(open('" + _CHROME_PREFS + "/Bookmarks'))['roots']; "
     "walk = lambda n: [n['url']] if n.get('type') == 'url' else [u for c in n.get('children', []) for u in walk(c)]; "
     "print([u for r in roots.values() if isinstance(r, dict) for u in walk(r)])")
-# The URLs of the open tabs (DevTools' target list through socat's port 9222), sorted, Chrome's own pages left out.
+# The URLs of the open tabs (DevTools' target list on Chrome's own port 1337, as our getters try first: socat's 9222
+# only forwards it), sorted, Chrome's own pages left out.
 _OPEN_TAB_URLS = _python_line(
-    "import json, urllib.request; targets = json.load(urllib.request.urlopen('http://localhost:9222/json')); "
+    "import json, urllib.request; targets = json.load(urllib.request.urlopen('http://localhost:1337/json')); "
     "print(sorted(t['url'] for t in targets if t['type'] == 'page' and not t['url'].startswith('chrome')))")
 
 
