@@ -11,6 +11,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageEnhance, ImageOps
 
 from rla_envs.desktop.osworld.metrics import get_metric
+from tests.rla_envs.desktop.image_factory import picture
 from tests.rla_envs.desktop.osworld_oracle import oracle_metric
 
 pytestmark = pytest.mark.oracle
@@ -24,17 +25,6 @@ def _agree(name, module, cases):
     assert len({ours_score for ours_score, _ in scores}) > 1, f"{name}: the cases must not all score the same"
     return len(cases)
 
-
-def picture(width=96, height=64):
-    """A colourful picture with structure: two gradients, a disc and a bar."""
-    x = np.linspace(0, 1, width)[None, :]
-    y = np.linspace(0, 1, height)[:, None]
-    pixels = np.stack([200 * x + 30 * y, 60 + 120 * y + 0 * x, 180 - 140 * x * y], axis=2)
-    image = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8), "RGB")
-    draw = ImageDraw.Draw(image)
-    draw.ellipse((width // 5, height // 5, width // 2, height * 3 // 4), fill=(230, 200, 40))
-    draw.rectangle((width * 3 // 5, height // 8, width * 4 // 5, height * 7 // 8), fill=(40, 60, 160))
-    return image
 
 
 def noise(width=96, height=64, seed=0):
