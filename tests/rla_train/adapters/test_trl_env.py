@@ -111,28 +111,37 @@ def test_alfworld_act_lists_commands_and_wins_with_the_expert():
 
 
 # --------------------------------------------------------------------- a real GRPOTrainer run
-def _teach_tool_call(model, tokenizer, prompt, completions, steps=100):
-    """Fit the random tiny model to answer ``prompt`` with one of ``completions`` (so rollouts call the tool).
+class _ScriptedGeneration:
+    """Makes a model's ``generate`` answer from a script while its forward pass (log-probs, loss) stays real.
 
-    Returns the final loss (mean over the completion tokens).
+    A random tiny model never writes a well-formed tool call, and one taught a call by a few SFT steps writes it or
+    not depending on float rounding (that test failed in every fresh clone). The trainer's side is what is under
+    test: GRPOTrainer must run our ``environment_factory`` tools on what was generated, collect the env's reward and
+    update the real weights. So the first turn of row ``i`` is ``first_turns[i % len(first_turns)]`` and every
+    later turn (after the tool's reply) is ``later_turn``; prompts are left-padded as TRL passes them.
     """
-    import torch
 
-    prefix = tokenizer.apply_chat_template(prompt, tools=[CodeEnvironment("rla/Code-v0").submit],
-                                           add_generation_prompt=True, tokenize=False)
-    prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
-    batch = [prefix_ids + tokenizer(text, add_special_tokens=False)["input_ids"] for text in completions]
-    ids = torch.tensor(batch)
-    labels = ids.clone()
-    labels[:, :len(prefix_ids)] = -100
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    model.train()
-    for _ in range(steps):
-        loss = model(input_ids=ids, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return loss.item()
+    def __init__(self, tokenizer, first_turns, later_turn):
+        self.tokenizer = tokenizer
+        self.first_turns = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in first_turns]
+        self.later_turn = tokenizer(later_turn, add_special_tokens=False)["input_ids"]
+        self.tool_response = tokenizer("<tool_response>", add_special_tokens=False)["input_ids"]
+        self.calls = 0
+
+    def _is_later_turn(self, row) -> bool:
+        ids, pattern = row.tolist(), self.tool_response
+        return any(ids[k:k + len(pattern)] == pattern for k in range(len(ids) - len(pattern) + 1))
+
+    def __call__(self, input_ids, attention_mask=None, generation_config=None, **kwargs):
+        import torch
+
+        self.calls += 1
+        completions = [self.later_turn if self._is_later_turn(row) else self.first_turns[i % len(self.first_turns)]
+                       for i, row in enumerate(input_ids)]
+        width = max(len(ids) for ids in completions)
+        pad = self.tokenizer.pad_token_id
+        tail = torch.tensor([ids + [pad] * (width - len(ids)) for ids in completions], dtype=input_ids.dtype)
+        return torch.cat([input_ids, tail.to(input_ids.device)], dim=1)
 
 
 def test_grpo_trainer_trains_on_the_code_env(tiny_model_path, tmp_path, monkeypatch):
@@ -152,16 +161,17 @@ def test_grpo_trainer_trains_on_the_code_env(tiny_model_path, tmp_path, monkeypa
     dataset = task_dataset("rla/Code-v0")
     dataset = dataset.filter(lambda row: row["task_id"] == CODE_TASK)
     assert len(dataset) == 1
-    # Random weights never call a tool; teach the model two answers (one right, one wrong, one token apart)
-    # so some rollouts win and some lose, and GRPO gets a non-zero advantage.
+    # Half the rollouts submit the right program, half the wrong one: the env's rewards are 1, 0, 1, 0, so the group
+    # has a non-zero advantage and the update must change the weights.
     calls = [f'<tool_call>\n{json.dumps({"name": "submit", "arguments": {"program": program}})}\n</tool_call>'
              "<|im_end|>" for program in (RIGHT, WRONG)]
-    assert _teach_tool_call(model, tokenizer, dataset[0]["prompt"], calls) < 1.0
+    script = _ScriptedGeneration(tokenizer, calls, "Submitted.<|im_end|>")
+    monkeypatch.setattr(model, "generate", script)
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
 
     args = GRPOConfig(
         output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=4,
-        max_completion_length=160, max_tool_calling_iterations=1, temperature=0.3, learning_rate=1e-2,
+        max_completion_length=256, max_tool_calling_iterations=1, temperature=1.0, learning_rate=1e-2,
         logging_steps=1,
         use_cpu=True, bf16=False, fp16=False, report_to="none", save_strategy="no", seed=0,
     )
@@ -169,11 +179,11 @@ def test_grpo_trainer_trains_on_the_code_env(tiny_model_path, tmp_path, monkeypa
                           environment_factory=environment_factory("rla/Code-v0"))
     trainer.train()
 
-    assert trainer.state.global_step == 2
+    assert trainer.state.global_step == 2 and script.calls >= 4  # two turns (call, then after the tool) per step
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert len(logs) == 2 and all(math.isfinite(entry["loss"]) for entry in logs)
     rewards = [entry["rewards/CodeEnvironment/mean"] for entry in logs]
-    assert all(0.0 <= r <= 1.0 for r in rewards) and max(rewards) > 0.0, rewards  # the env's reward was collected
-    assert max(entry["tools/call_frequency"] for entry in logs) > 0.0
+    assert rewards == [0.5, 0.5], rewards  # the env graded each submission: right 1.0, wrong 0.0
+    assert all(entry["tools/call_frequency"] > 0.0 for entry in logs)
     changed = [name for name, p in model.named_parameters() if not torch.equal(p.detach(), before[name])]
     assert changed, "no parameter changed"
