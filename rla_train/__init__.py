@@ -29,11 +29,15 @@ so importing ``rla_train`` turns that telemetry off unless the user has set ``HF
 import importlib as _importlib
 import importlib.util as _importlib_util
 import os as _os
+import sys as _sys
 
 _os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 TRAIN_MODULES = ("torch", "transformers", "trl", "datasets", "yaml")
 """What the co-trainer and the benchmarks import; ``pip install "rla[train]"`` installs them."""
+
+TRAIN_MIN_PYTHON = (3, 11)
+"""The oldest Python ``rla[train]`` installs on: transformers 5.24 and trl 1.16 require 3.11 (the envs alone: 3.10)."""
 
 PUBLIC_API = {
     "TrainConfig": "rla_train.config",
@@ -53,7 +57,7 @@ PUBLIC_API = {
 }
 """Public name -> the module that defines it, imported when the name is first read (PEP 562)."""
 
-__all__ = [*PUBLIC_API, "missing_train_extra", "TRAIN_MODULES"]
+__all__ = [*PUBLIC_API, "missing_train_extra", "TRAIN_MODULES", "TRAIN_MIN_PYTHON"]
 
 
 def __getattr__(name: str):
@@ -71,6 +75,11 @@ def __dir__() -> list[str]:
 def missing_train_extra(command: str) -> str | None:
     """The one-line error for ``command`` when ``rla[train]`` is not installed (``pip install rla`` is the envs
     alone), else None. The co-trainer's command lines print it and exit with status 2 before any work."""
+    if _sys.version_info[:2] < TRAIN_MIN_PYTHON:
+        have = ".".join(map(str, _sys.version_info[:3]))
+        return (f"{command}: error: the co-trainer needs Python >= {'.'.join(map(str, TRAIN_MIN_PYTHON))} "
+                f"(transformers 5.24 and trl 1.16 require it) and this is Python {have}; make a venv with Python 3.11+ "
+                f"and install \"rla[train]\" there (the envs alone, pip install ., run on 3.10)")
     missing = [name for name in TRAIN_MODULES if _importlib_util.find_spec(name) is None]
     if not missing:
         return None

@@ -28,6 +28,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rla_train.config import parse_command_line
 
     config, args = parse_command_line(sys.argv[1:] if argv is None else list(argv))
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:  # one process: refuse a busy or used run directory before imports
+        from rla_train.cotrainer.run_dir import RunDirError, check_run_dir
+
+        try:
+            check_run_dir(config.train.resume_from or config.output.dir, resume=config.train.resume_from is not None,
+                          overwrite=args.overwrite)
+        except RunDirError as error:
+            print(f"python -m rla_train.run: error: {error}", file=sys.stderr)
+            return 2
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     import torch
 

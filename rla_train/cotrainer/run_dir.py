@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rla_envs.core.errors import RlaError
 
-__all__ = ["RunDirError", "claim_run_dir", "lock_holder", "LOCK_FILE", "RUN_FILES", "SCRATCH_DIRS"]
+__all__ = ["RunDirError", "claim_run_dir", "check_run_dir", "lock_holder", "LOCK_FILE", "RUN_FILES", "SCRATCH_DIRS"]
 
 LOCK_FILE = ".rla-run.lock"
 """The file in a run directory whose ``flock`` the running run holds; it records the holder's pid."""
@@ -65,6 +65,38 @@ def _refuse_earlier_run(run_dir: Path, overwrite: bool) -> None:
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise RunDirError(f"{run_dir} is not empty ({shown}): continue that run with --resume {run_dir}, clear it with "
                           "--overwrite, or choose another output.dir")
+
+
+def check_run_dir(run_dir: str | os.PathLike, *, resume: bool = False, overwrite: bool = False) -> None:
+    """Raise the :class:`RunDirError` that :func:`claim_run_dir` would raise now, changing nothing on disk.
+
+    The command line calls it before its heavy imports (torch, transformers: seconds), so a run directory in
+    use or holding an earlier run is refused at once; :func:`claim_run_dir` still checks again when it takes the lock.
+    """
+    if resume and overwrite:
+        raise RunDirError("--resume continues a run and --overwrite clears it; pass one of them")
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise RunDirError(f"{run_dir} is a file, not a run directory; choose another output.dir")
+    lock = run_dir / LOCK_FILE
+    if lock.exists():
+        try:
+            fd = os.open(lock, os.O_RDONLY)
+        except OSError:
+            fd = None
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = lock_holder(run_dir)
+                raise RunDirError(f"{run_dir} is in use by another run (pid {holder if holder else 'unknown'}); wait "
+                                  "for it to finish, or choose another output.dir") from None
+            finally:
+                os.close(fd)
+    if not resume and not overwrite:
+        _refuse_earlier_run(run_dir, overwrite=False)
 
 
 @contextmanager

@@ -13,7 +13,8 @@ import rla_train
 
 
 def test_all_lists_every_public_name_and_the_helpers():
-    assert set(rla_train.__all__) == {*rla_train.PUBLIC_API, "missing_train_extra", "TRAIN_MODULES"}
+    assert set(rla_train.__all__) == {*rla_train.PUBLIC_API, "missing_train_extra", "TRAIN_MODULES",
+                                     "TRAIN_MIN_PYTHON"}
     assert {"TrainConfig", "load_config", "train", "RolloutEngine", "make_agent", "make_backend",
             "RewardModel"} <= set(rla_train.PUBLIC_API)
 

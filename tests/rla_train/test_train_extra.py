@@ -22,3 +22,14 @@ def test_each_command_line_stops_at_the_door_naming_the_train_extra(module_path,
 
 def test_nothing_is_missing_in_the_dev_install():
     assert rla_train.missing_train_extra("x") is None
+
+
+@pytest.mark.parametrize("module_path", ["rla_train.run", "benchmarks.evaluate.cli"])
+def test_an_old_python_is_refused_at_the_door_with_the_version_it_needs(module_path, monkeypatch, capsys):
+    import sys
+
+    main = importlib.import_module(module_path).main
+    monkeypatch.setattr(sys, "version_info", (3, 10, 14, "final", 0))
+    assert main([]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "needs Python >= 3.11" in error and "this is Python 3.10.14" in error and "\n" not in error

@@ -133,3 +133,20 @@ def test_the_command_line_passes_overwrite_and_refuses_it_with_resume(tmp_path, 
     with pytest.raises(SystemExit):
         parse_command_line(["--resume", str(tmp_path), "--overwrite"])
     assert "pass one of them" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_the_command_line_refuses_a_used_directory_before_importing_torch(holder, held):
+    run_dir, process = holder
+    if not held:  # an earlier run's files, nobody holding the directory
+        process.kill()
+        process.wait()
+        (run_dir / "summary.json").write_text("{}")
+    args = [arg for override in [*SMALL, f"output.dir={run_dir}"] for arg in ("--set", override)]
+    script = ("import sys\nfrom rla_train.run import main\n"
+              f"code = main({args!r})\nprint(code, 'torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.stdout.split() == ["2", "False"], (result.stdout, result.stderr)
+    error = result.stderr.strip()
+    assert "\n" not in error and error.startswith("python -m rla_train.run: error:")
+    assert ("in use by another run" if held else "is not empty") in error
