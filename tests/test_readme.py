@@ -1,8 +1,10 @@
-"""Every Python example in the README runs as written (each in a fresh interpreter, in a scratch directory).
+"""Every Python example in the README and on the documentation pages (docs/) runs as written.
 
-The desktop example needs the desktop packages (marker ``desktop``); the rollout example builds and runs a tiny
-model (~1 min, marker ``slow``; CI runs it). The examples share one private ``RLA_CACHE``, so the games they play
-are generated once.
+Each ``python`` code block runs in a fresh interpreter, in a scratch directory; other blocks (bash, yaml, output)
+are not run. A block that appears on several pages (the README's env example is also on docs/environments.md)
+runs once. The desktop example needs the desktop packages (marker ``desktop``); the rollout example builds and
+runs a tiny model (~1 min, marker ``slow``; CI runs it). The examples share one private ``RLA_CACHE``, so the
+games they play are generated once.
 """
 
 from __future__ import annotations
@@ -11,12 +13,26 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-EXAMPLES = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def _blocks() -> dict[str, list[str]]:
+    """Each distinct Python block's code -> the pages (paths relative to the repository) it appears on."""
+    found: dict[str, list[str]] = {}
+    for page in PAGES:
+        for code in FENCE.findall(page.read_text(encoding="utf-8")):
+            found.setdefault(textwrap.dedent(code), []).append(page.relative_to(ROOT).as_posix())
+    return found
+
+
+EXAMPLES = _blocks()
 
 
 def _marks(code: str) -> list:
@@ -29,7 +45,8 @@ def _marks(code: str) -> list:
 
 def _name(code: str) -> str:
     for needle, name in (("rla/OSWorld-v0", "desktop"), ("AdaptiveTaskPool", "task-pool"),
-                         ("RolloutEngine", "rollouts-and-judge"), ("gym.make", "envs")):
+                         ("RolloutEngine", "rollouts-and-judge"), ("register_family", "family-spec"),
+                         ("gym.make", "envs")):
         if needle in code:
             return name
     return "example"
@@ -40,17 +57,24 @@ def shared_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("readme-cache")
 
 
-def test_the_readme_has_the_examples_this_file_runs():
-    assert sorted(_name(code) for code in EXAMPLES) == ["desktop", "envs", "rollouts-and-judge", "task-pool"]
+def test_the_pages_have_the_examples_this_file_runs():
+    on_pages = sorted((page, _name(code)) for code, pages in EXAMPLES.items() for page in pages)
+    assert on_pages == [
+        ("README.md", "envs"),
+        ("docs/adding-a-family.md", "family-spec"),
+        ("docs/curriculum.md", "task-pool"),
+        ("docs/desktop.md", "desktop"),
+        ("docs/environments.md", "envs"),
+        ("docs/rollouts.md", "rollouts-and-judge"),
+    ]
 
 
-@pytest.mark.parametrize("code", [pytest.param(code, marks=_marks(code), id=_name(code)) for code in EXAMPLES])
-def test_readme_example_runs_as_written(code, shared_cache, tmp_path):
+@pytest.mark.parametrize("code", [pytest.param(code, marks=_marks(code), id=f"{pages[0]}:{_name(code)}")
+                                  for code, pages in EXAMPLES.items()])
+def test_example_runs_as_written(code, shared_cache, tmp_path):
     script = tmp_path / "example.py"
     script.write_text(code)
-    if "rla/OSWorld-v0" in code:  # the README's desktop lines continue an env session: make it first
-        script.write_text("import gymnasium as gym\nimport rla_envs\n" + code + "env.close()\n")
-    env = {**os.environ, "RLA_CACHE": str(shared_cache), "PYTHONPATH": str(README.parent)}
+    env = {**os.environ, "RLA_CACHE": str(shared_cache), "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
