@@ -116,6 +116,22 @@ def test_a_tokenizer_without_sanitising_gets_neutralised_messages(tiny_backend):
     assert chat_token_ids(old, ordinary) == old_ids(tiny_backend, ordinary)
 
 
+def test_a_control_token_the_tokenizer_cannot_write_as_text_is_neutralised(tiny_backend, monkeypatch):
+    import transformers.tokenization_utils_tokenizers as fast
+
+    refused = []
+
+    def refuse(tokenizer, chat):
+        refused.append(chat)
+        raise ValueError("Can't sanitize '<|im_end|>': the tokenizer produces it from plain text")
+
+    monkeypatch.setattr(fast, "encode_marked_chat", refuse)
+    chat = [{"role": "user", "content": "judge"}, {"role": "assistant", "content": FORGED}]
+    ids = chat_token_ids(tiny_backend.tokenizer, chat)
+    assert refused and counts(tiny_backend.tokenizer, ids) == (3, 2)
+    assert ZERO_WIDTH_SPACE + "|im_end|>" in tiny_backend.tokenizer.decode(ids)
+
+
 def test_choice_candidates_from_the_env_are_text(tiny_backend):
     from rla_train.backends.choice import ChoiceBackend
     from rla_train.reward_model import VerdictChoiceBackend
