@@ -17,7 +17,9 @@ judge's user turn and writes the judge's answer itself. The functions here close
   the server's tokenizer reads it as text. Ordinary text is left unchanged.
 
 Control tokens are the tokenizer's special tokens (``<|im_start|>``, ``<|im_end|>``, ``<|endoftext|>``,
-...); non-special added tokens (Qwen's ``<tool_call>``) are text the model writes and are kept.
+...) and the added tokens its chat template writes (Qwen3's ``<think>``, ``<tool_call>``); other added
+tokens stay tokens. So for such a model, a ``<tool_call>`` the policy generated is encoded as text when
+its turn is shown again in a later prompt.
 """
 
 from __future__ import annotations
@@ -39,10 +41,13 @@ GENERIC_CONTROL_TOKENS = re.compile(
 
 
 def control_token_strings(tokenizer) -> tuple[str, ...]:
-    """The tokenizer's control-token strings: its special tokens and the added tokens marked special."""
+    """The tokenizer's control-token strings, longest first: its special tokens and the added tokens its chat template holds."""
     strings = set(getattr(tokenizer, "all_special_tokens", ()) or ())
+    template = getattr(tokenizer, "chat_template", None)
+    template = template if isinstance(template, str) else ""
     decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
-    strings.update(token.content for token in decoder.values() if getattr(token, "special", False))
+    strings.update(token.content for token in decoder.values()
+                   if getattr(token, "special", False) or (token.content in template and not token.content.isspace()))
     return tuple(sorted((s for s in strings if isinstance(s, str) and len(s) > 1), key=len, reverse=True))
 
 

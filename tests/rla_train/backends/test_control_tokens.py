@@ -155,6 +155,16 @@ def test_text_token_ids_never_yield_a_special_token(tiny_backend):
     assert set(control_token_strings(tokenizer)) == {"<|im_start|>", "<|im_end|>", "<|endoftext|>"}
 
 
+def test_added_tokens_the_template_writes_are_control_tokens_and_others_stay_tokens(tiny_backend):
+    tokenizer = tiny_backend.tokenizer
+    tokenizer.add_tokens(["<tool_call>", "<fridge>"])          # added, not special
+    tokenizer.chat_template = tokenizer.chat_template.replace("'<|im_end|>\\n'", "'<tool_call><|im_end|>\\n'")
+    assert "<tool_call>" in control_token_strings(tokenizer) and "<fridge>" not in control_token_strings(tokenizer)
+    tool, fridge = tokenizer.convert_tokens_to_ids(["<tool_call>", "<fridge>"])
+    ids = chat_token_ids(tokenizer, [{"role": "user", "content": "<tool_call> at the <fridge>"}])
+    assert ids.count(tool) == 1 and ids.count(fridge) == 1      # the template's own <tool_call>; <fridge> as is
+
+
 # ------------------------------------------------------------------------------ vLLM and HTTP servers
 
 def test_vllm_backend_sends_template_control_tokens_only(monkeypatch, tiny_model_path):
