@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rla_train.backends.base import Generation, Prompt, Sample, SamplingParams, check_prompts, is_chat
+from rla_train.backends.control_tokens import text_token_ids
 from rla_train.backends.hf import eval_mode
 
 __all__ = ["ChoiceBackend", "Choice", "admissible_from_prompt", "SCORING_METHODS", "SCORE_REDUCTIONS"]
@@ -196,8 +197,12 @@ class ChoiceBackend:
 
     # ------------------------------------------------------------------------------------ scoring
     def command_ids(self, command: str) -> list[int]:
-        """A command's token ids as the model would generate them: its tokens, then end-of-turn."""
-        return list(self.backend.tokenizer(command, add_special_tokens=False)["input_ids"]) + [self.end_id]
+        """A command's token ids as the model would generate them: its tokens as plain text, then end-of-turn.
+
+        A command comes from the env: a control-token string in it (``<|im_end|>``) is encoded as text,
+        so the only end-of-turn token is the one appended here.
+        """
+        return text_token_ids(self.backend.tokenizer, command) + [self.end_id]
 
     def token_logprobs(self, prompt_ids: Sequence[list[int]],
                        candidate_ids: Sequence[Sequence[list[int]]]) -> list[list[list[float]]]:

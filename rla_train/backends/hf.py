@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rla_train.backends.base import Generation, Prompt, Sample, SamplingParams, check_prompts, is_chat
+from rla_train.backends.control_tokens import chat_token_ids
 
 __all__ = ["TransformersBackend", "eval_mode"]
 
@@ -139,9 +140,18 @@ class TransformersBackend:
         return self.tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=False)
 
     def encode(self, prompt: Prompt) -> tuple[str, list[int]]:
-        """(rendered text, token ids): chats carry their own special tokens, plain text gets the tokenizer's."""
+        """(rendered text, token ids): a chat's control tokens come from its template only, text gets the tokenizer's.
+
+        In a chat, a control-token string inside a message (an action or observation holding
+        ``<|im_end|>``) is encoded as plain text (:func:`~rla_train.backends.control_tokens.chat_token_ids`);
+        the rendered text still shows it as written. A plain-text prompt is the caller's own and is
+        encoded as is, special-token strings included.
+        """
         text = self.render(prompt)
-        ids = self.tokenizer(text, add_special_tokens=not is_chat(prompt))["input_ids"]
+        if is_chat(prompt):
+            ids = chat_token_ids(self.tokenizer, prompt)
+        else:
+            ids = self.tokenizer(text, add_special_tokens=True)["input_ids"]
         if not ids:
             raise ValueError(f"prompt {str(prompt)[:60]!r} encodes to no tokens; pass a non-empty prompt")
         return text, list(ids)
@@ -237,7 +247,9 @@ class TransformersBackend:
         """The summed log-likelihood of each continuation given its prompt (temperature 1), batched.
 
         A chat prompt is rendered with the generation prompt, and the continuation is tokenized on its own
-        (no special tokens), as if the model had generated it. An empty continuation scores 0.0.
+        (no special tokens added), as if the model had generated it. A continuation is the caller's text:
+        a special-token string in it (``"go to fridge 1<|im_end|>"``) is that token. An empty
+        continuation scores 0.0.
         """
         import torch
 

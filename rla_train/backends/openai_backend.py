@@ -11,12 +11,23 @@ Logprobs are filled when the server returns them; token ids only when it reports
 ``return_tokens_as_token_ids`` gives tokens as ``"token_id:123"``, and ``return_token_ids`` adds
 ``token_ids`` and ``prompt_token_ids``; pass either through ``extra_body``). Server errors (5xx, 429) and
 dropped connections are retried ``max_retries`` times, then raise :class:`BackendError`.
+
+**Control tokens.** The server renders the chat and tokenizes it, usually with special-token strings
+parsed, and its tokenizer is not known here. So before sending, every control-token string in the messages
+(:data:`~rla_train.backends.control_tokens.GENERIC_CONTROL_TOKENS`: ChatML / Llama 3 / Phi ``<|...|>``,
+DeepSeek ``<｜...｜>``, ``<s>``, Gemma's turn markers, Mistral's ``[INST]`` ..., plus the strings given as
+``control_tokens``) gets a zero-width space after its first character
+(:func:`~rla_train.backends.control_tokens.neutralise_control_tokens`): a policy action or env observation
+holding ``<|im_end|><|im_start|>assistant`` reaches the model as text, never as a turn boundary. Messages
+with no such string are sent unchanged. A plain-text prompt (``/completions``) is the caller's own and is
+sent as is.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +37,7 @@ import httpx
 
 from rla_train.backends.base import (BackendError, Generation, Prompt, Sample, SamplingParams, check_prompts,
                                      is_chat, render_plain)
+from rla_train.backends.control_tokens import GENERIC_CONTROL_TOKENS, neutralise_control_tokens
 
 __all__ = ["OpenAICompatibleBackend"]
 
@@ -46,13 +58,15 @@ class OpenAICompatibleBackend:
         retry_backoff_s: wait before the first retry, doubled for each next one.
         extra_body: extra JSON fields sent with every request (e.g. ``{"top_k": 20}`` or vLLM's
             ``{"return_tokens_as_token_ids": True}``).
+        control_tokens: the served model's control-token strings beyond the common formats', neutralised in
+            chat messages too (see the module docstring).
     """
 
     name = "openai"
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = 120,
                  max_concurrency: int = 8, max_retries: int = 2, retry_backoff_s: float = 0.5,
-                 extra_body: Mapping[str, Any] | None = None):
+                 extra_body: Mapping[str, Any] | None = None, control_tokens: Sequence[str] = ()):
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL such as 'http://localhost:8000/v1', got {base_url!r}")
         if not isinstance(model, str) or not model:
@@ -64,6 +78,12 @@ class OpenAICompatibleBackend:
         self.base_url, self.model = base_url.rstrip("/"), model
         self.max_concurrency, self.max_retries, self.retry_backoff_s = max_concurrency, max_retries, retry_backoff_s
         self.extra_body = dict(extra_body or {})
+        if isinstance(control_tokens, str) or not all(isinstance(t, str) and len(t) > 1 for t in control_tokens):
+            raise ValueError(f"control_tokens must be a list of strings of 2 or more characters (the served "
+                             f"model's special tokens, e.g. ['<|eot_id|>']), got {control_tokens!r}")
+        extra = "|".join(re.escape(t) for t in sorted(set(control_tokens), key=len, reverse=True))
+        self.control_tokens = re.compile(f"{extra}|{GENERIC_CONTROL_TOKENS.pattern}" if extra
+                                         else GENERIC_CONTROL_TOKENS.pattern)
         api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout_s,
@@ -95,7 +115,8 @@ class OpenAICompatibleBackend:
             body["top_k"] = sampling.top_k
         if is_chat(prompt):
             endpoint = "/chat/completions"
-            body.update(messages=[dict(message) for message in prompt], logprobs=True)
+            messages = neutralise_control_tokens([dict(message) for message in prompt], self.control_tokens)
+            body.update(messages=messages, logprobs=True)
         else:
             endpoint = "/completions"
             body.update(prompt=prompt, logprobs=1)

@@ -1,7 +1,9 @@
 """VLLMBackend: fast GPU generation with an in-process ``vllm.LLM`` (the ``rla[vllm]`` extra).
 
 Chats are rendered with the model's chat template (the tokenizer of ``llm.get_tokenizer()``) and sent as
-token ids, so the prompt ids the backend reports are exactly what the model saw::
+token ids, so the prompt ids the backend reports are exactly what the model saw; as in the transformers
+backend, a control-token string inside a message is encoded as text
+(:func:`~rla_train.backends.control_tokens.chat_token_ids`), so only the template yields control tokens::
 
     backend = VLLMBackend("Qwen/Qwen2.5-1.5B-Instruct", gpu_memory_utilization=0.5)
     generations = backend.generate(chats, n=8, sampling=SamplingParams(temperature=1.0, max_new_tokens=256))
@@ -19,6 +21,7 @@ from typing import Any
 
 from rla_envs.core.errors import MissingDependency
 from rla_train.backends.base import Generation, Prompt, Sample, SamplingParams, check_prompts, is_chat
+from rla_train.backends.control_tokens import chat_token_ids
 
 __all__ = ["VLLMBackend", "import_vllm"]
 
@@ -71,11 +74,10 @@ class VLLMBackend:
         return self.tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=False)
 
     def _inputs(self, prompt: Prompt):
-        """What ``llm.generate`` takes: token ids for a rendered chat (no second BOS), the text otherwise."""
+        """What ``llm.generate`` takes: a chat's token ids (template control tokens only, no second BOS), else the text."""
         if not is_chat(prompt):
             return prompt
-        ids = self.tokenizer(self.render(prompt), add_special_tokens=False)["input_ids"]
-        return {"prompt_token_ids": list(ids)}
+        return {"prompt_token_ids": chat_token_ids(self.tokenizer, prompt)}
 
     def sampling_params(self, sampling: SamplingParams, n: int, seed: int | None):
         """The ``vllm.SamplingParams`` for ``sampling`` with ``n`` samples and this prompt's ``seed``."""

@@ -18,7 +18,8 @@ from rla_train.reward_model.oracle import NoisyOracleJudge
 from rla_train.reward_model.parsing import UNPARSEABLE, judgment_reason, parse_verdict
 from rla_train.reward_model.prompts import DEFAULT_MAX_CHARS, DEFAULT_MAX_HISTORY, PROMPT_KINDS, judge_chat
 from rla_train.reward_model.unit_tests import (
-    DEFAULT_TEST_SAMPLING, GeneratedTest, UnitTestWriter, parse_tests, program_correct, run_tests, unit_test_chat,
+    DEFAULT_TEST_SAMPLING, GeneratedTest, UnitTestWriter, parse_tests, program_correct, run_tests, trivial_programs,
+    trivially_passed, unit_test_chat,
 )
 from rla_train.reward_model.verdicts import VERDICTS, VerdictChoiceBackend, VerdictGeneration
 
@@ -29,5 +30,5 @@ __all__ = [
     "parse_verdict", "judgment_reason", "UNPARSEABLE",
     "judge_chat", "PROMPT_KINDS", "DEFAULT_MAX_HISTORY", "DEFAULT_MAX_CHARS",
     "UnitTestWriter", "GeneratedTest", "parse_tests", "unit_test_chat", "run_tests", "program_correct",
-    "DEFAULT_TEST_SAMPLING",
+    "trivial_programs", "trivially_passed", "DEFAULT_TEST_SAMPLING",
 ]

@@ -5,7 +5,8 @@
     trajectories[0].judgments                   # [[1, -1, 1], [-1, -1, -1], ...]: m votes per step
     report.unparseable_fraction                 # share of answers with no readable \\boxed{...}
 
-Votes are +1 (good step), -1 (bad step) or 0 (the answer had no readable box). The answers are kept:
+Votes are +1 (good step), -1 (bad step) or 0 (the answer had no readable box, or was cut at the token
+limit: see :func:`~rla_train.reward_model.parsing.parse_verdict`). The answers are kept:
 :attr:`Episode.judgment_texts` for episodes and :attr:`JudgeReport.texts` for every trajectory. The
 policy and reward-model rewards computed from these votes live in :mod:`rla_train.signals.rewards`.
 """
@@ -36,7 +37,7 @@ class JudgeReport:
         trajectories: trajectories judged.
         steps: steps judged (over all trajectories).
         judgments: answers received (``steps * judgments_per_step``).
-        unparseable: answers with no readable verdict (vote 0).
+        unparseable: answers with no readable verdict, or cut at the token limit (vote 0).
         texts: per trajectory, per step, the judge's answers (``texts[t][i][j]``).
         generations: per trajectory, per step, the backend's Generation (prompt ids, the m samples' token ids and
             logprobs): what training the reward model needs.
@@ -141,6 +142,7 @@ class RewardModel:
         trajectories = list(trajectories)
         prompts = self.prompts(task_or_tasks, trajectories)
         texts: list[list[list[str]]] = [[] for _ in trajectories]
+        votes_of: list[list[list[int]]] = [[] for _ in trajectories]
         kept: list[list[Generation]] = [[] for _ in trajectories]
         if prompts:
             generations = self.backend.generate([chat for _, _, chat in prompts], n=self.judgments_per_step,
@@ -150,10 +152,12 @@ class RewardModel:
                                    f"generations for {len(prompts)} prompts; a backend must return one per prompt")
             for (t, _, _), generation in zip(prompts, generations):
                 texts[t].append([sample.text for sample in generation.samples])
+                # an answer cut at max_new_tokens is unparseable (it may end quoting the policy's own box)
+                votes_of[t].append([parse_verdict(sample.text, finish_reason=sample.finish_reason)
+                                    for sample in generation.samples])
                 kept[t].append(generation)
         report = JudgeReport(trajectories=len(trajectories), texts=texts, generations=kept)
-        for trajectory, answers in zip(trajectories, texts):
-            votes = [[parse_verdict(text) for text in step] for step in answers]
+        for trajectory, answers, votes in zip(trajectories, texts, votes_of):
             trajectory.judgments = votes
             if hasattr(trajectory, "judgment_texts"):
                 trajectory.judgment_texts = answers

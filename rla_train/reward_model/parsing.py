@@ -10,6 +10,9 @@
 Only the LAST box counts (a judge may quote the format before answering); its content must be ``1``,
 ``+1`` or ``-1`` (a Unicode minus or dash counts as ``-``; spaces and ``$`` around it are ignored).
 Anything else, including a missing or unclosed box, is 0: unparseable, recorded as such and never raised.
+An answer cut at the token limit (``finish_reason="length"``) is unparseable too, whatever its text: it may
+end inside the judge's quote of the policy's step, so a ``\\boxed{1}`` the policy wrote would count as the
+judge's verdict (a 0 vote costs the judge the -2 reward-model reward of :mod:`rla_train.signals.rewards`).
 """
 
 from __future__ import annotations
@@ -48,9 +51,13 @@ def _last_box(text: str) -> tuple[int, str | None]:
     return start, None
 
 
-def parse_verdict(text: object) -> int:
-    """The judge's vote: +1 (good step), -1 (bad step) or 0 (unparseable), from the last ``\\boxed{...}``."""
-    if not isinstance(text, str):
+def parse_verdict(text: object, *, finish_reason: str = "stop") -> int:
+    """The judge's vote: +1 (good step), -1 (bad step) or 0 (unparseable), from the last ``\\boxed{...}``.
+
+    ``finish_reason`` is how the answer ended (:attr:`~rla_train.backends.base.Sample.finish_reason`):
+    ``"length"`` (cut at max_new_tokens) makes it unparseable.
+    """
+    if not isinstance(text, str) or finish_reason == "length":
         return UNPARSEABLE
     _, content = _last_box(text)
     if content is None:

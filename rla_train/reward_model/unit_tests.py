@@ -13,6 +13,13 @@ examples hold a tuple in that place. Bad JSON, a wrong shape or wrong types make
 the reason; nothing the model writes raises. Tests run through :func:`rla_envs.code.grading.grade` on a
 task derived with the generated tests as its hidden tests. The rewards computed from the pass matrix
 live in :mod:`rla_train.signals.rewards`.
+
+**A test that the empty program passes checks nothing**, and every program passes it, correct or not.
+Such tests are invalid: an expected output that is empty once whitespace is ignored (stdio) or an
+expected ``null`` (function form) is refused when the answer is read, and :func:`run_tests` first runs
+programs that solve nothing (:func:`trivial_programs`: the empty program, or a function that returns
+None) on the tests in the sandbox, and gives every test one of them passes a column of False
+(:func:`trivially_passed`), whatever the grader's comparison would accept.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from rla_envs.core.task import Task, thaw
 from rla_train.backends.base import SamplingParams
 
 __all__ = ["DEFAULT_TEST_SAMPLING", "GeneratedTest", "UnitTestWriter", "unit_test_chat", "parse_tests",
-           "run_tests", "program_correct"]
+           "run_tests", "program_correct", "trivial_programs", "trivially_passed"]
 
 DEFAULT_TEST_SAMPLING = SamplingParams(max_new_tokens=512, temperature=1.0, top_p=1.0)
 """Sampling for test writing: temperature 1 so the samples for one problem differ."""
@@ -174,6 +181,7 @@ def _json_list(answer: str) -> tuple[list | None, str]:
 
 def _stored_test(task: Task, item: Any) -> dict[str, str]:
     """One model-written test in the task's storage format; ``InvalidTask`` with the reason when it is not one."""
+    from rla_envs.code.grading import normalize_stdout
     from rla_envs.code.tasks.formats import encode_value
 
     if not isinstance(item, Mapping):
@@ -184,6 +192,9 @@ def _stored_test(task: Task, item: Any) -> dict[str, str]:
             raise InvalidTask(f"a stdio test is {{\"input\": string, \"output\": string}}, got {_short(item)}")
         if len(stdin) > _MAX_FIELD_CHARS or len(stdout) > _MAX_FIELD_CHARS:
             raise InvalidTask(f"input/output over {_MAX_FIELD_CHARS} characters")
+        if not normalize_stdout(stdout):
+            raise InvalidTask(f"the expected output {stdout!r} is empty once whitespace is ignored: a program that "
+                              "prints nothing passes it; a test must expect some output")
         return {"stdin": stdin, "stdout": stdout}
     if "args" not in item or "expected" not in item:
         raise InvalidTask(f"a function test is {{\"args\": [...], \"expected\": value}}, got keys {sorted(item)}")
@@ -192,6 +203,9 @@ def _stored_test(task: Task, item: Any) -> dict[str, str]:
         raise InvalidTask(f"\"args\" must be a JSON list of positional arguments, got {_short(args)}")
     args_hint, expected_hint = _public_shapes(task)
     args = tuple(_as_tuple_if(value, len(args_hint) > i and args_hint[i]) for i, value in enumerate(args))
+    if item["expected"] is None:
+        raise InvalidTask("\"expected\" is null: a function that returns nothing passes it; a test must expect a "
+                          "value")
     expected = _as_tuple_if(item["expected"], expected_hint)
     stored = {"args": encode_value(args), "expected": encode_value(expected)}
     if max(map(len, stored.values())) > _MAX_FIELD_CHARS:
@@ -258,21 +272,58 @@ def _runnable(task: Task, test: GeneratedTest | Mapping[str, str]) -> dict[str, 
     return dict(stored)
 
 
+def trivial_programs(task: Task) -> list[str]:
+    """Programs that solve nothing: stdio form, the empty program (prints nothing); function form, a function returning None.
+
+    (In function form the empty program defines no function, so it fails every test by construction.)
+    """
+    if task.spec.get("form") == "stdio":
+        return [""]
+    return [f"def {task.spec.get('entry_point', 'solve')}(*args, **kwargs):\n    return None\n"]
+
+
+def _runnable_columns(task: Task, tests: Sequence[GeneratedTest | Mapping[str, str]]) -> list[tuple[int, dict]]:
+    """``(column, storage-format test)`` of every test that can run on ``task``."""
+    return [(column, stored) for column, test in enumerate(tests) if (stored := _runnable(task, test)) is not None]
+
+
+def trivially_passed(task: Task, tests: Sequence[GeneratedTest | Mapping[str, str]], sandbox) -> np.ndarray:
+    """Which tests a program that solves nothing passes (bool per test): tests that check nothing.
+
+    Each of :func:`trivial_programs` is graded on the runnable tests in ``sandbox``, as :func:`run_tests`
+    grades the policy's programs; a test one of them passes is True. Invalid tests are False.
+    """
+    from rla_envs.code.grading import grade
+
+    passed = np.zeros(len(tests), dtype=bool)
+    runnable = _runnable_columns(task, tests)
+    if not runnable:
+        return passed
+    derived = _tests_task(task, [stored for _, stored in runnable])
+    for program in trivial_programs(task):
+        for outcome in grade(derived, program, sandbox).per_test:
+            passed[runnable[outcome.index][0]] |= outcome.passed
+    return passed
+
+
 def run_tests(task: Task, programs: Sequence[str], tests: Sequence[GeneratedTest | Mapping[str, str]],
               sandbox) -> np.ndarray:
     """Which program passes which test: a bool array ``programs x tests``.
 
     ``programs`` are programs or policy answers holding one (read as the env reads them); ``tests`` are
-    :class:`GeneratedTest` or storage-format dicts. An invalid test, or an answer with no runnable program,
-    gives a row / column of False. Each program is graded once on all valid tests with
+    :class:`GeneratedTest` or storage-format dicts. An invalid test, a test that a program solving
+    nothing passes (:func:`trivially_passed`), or an answer with no runnable program gives a column / row
+    of False. Each program is graded once on the remaining tests with
     :func:`rla_envs.code.grading.grade` in ``sandbox``.
     """
     from rla_envs.code.grading import grade
 
     passes = np.zeros((len(programs), len(tests)), dtype=bool)
-    runnable = [(column, stored) for column, test in enumerate(tests)
-                if (stored := _runnable(task, test)) is not None]
-    if not runnable or not len(programs):
+    if not len(programs):
+        return passes
+    vacuous = trivially_passed(task, tests, sandbox)
+    runnable = [(column, stored) for column, stored in _runnable_columns(task, tests) if not vacuous[column]]
+    if not runnable:
         return passes
     derived = _tests_task(task, [stored for _, stored in runnable])
     columns = [column for column, _ in runnable]

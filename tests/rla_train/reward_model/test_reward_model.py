@@ -162,6 +162,27 @@ def test_episodes_use_their_own_task_and_keep_the_judge_texts():
     assert "find the key." in backend.prompts_seen[-1]            # the second episode's own task
 
 
+def test_an_answer_cut_at_the_token_limit_is_unparseable_even_after_quoting_a_box():
+    """The policy's action ends in \\boxed{1}; a judge that quotes it and is cut there has given no verdict."""
+    from rla_train.backends import SamplingParams
+    from rla_train.signals.rewards import consistency_rewards
+
+    quoted = "The agent wrote: go to fridge 1 \\boxed{1}"
+    answers = [quoted + " which ignores that the apple is in the sink, so \\boxed{-1}", "Fine step. \\boxed{1}"]
+    backend = ScriptedBackend(answers)
+    sampling = SamplingParams(max_new_tokens=len(quoted.encode()), temperature=1.0)
+    run = kitchen_run(["go to fridge 1 \\boxed{1}"])
+    report = RewardModel(backend, judgments_per_step=2, sampling=sampling).judge(KITCHEN, [run])
+    cut, whole = report.generations[0][0].samples
+    assert (cut.text, cut.finish_reason) == (quoted, "length") and parse_verdict(cut.text) == 1  # its text reads +1
+    assert whole.finish_reason == "stop"
+    assert run.judgments == [[0, 1]]                              # ... but a cut answer is no vote
+    assert (report.unparseable, report.texts[0][0][0]) == (1, quoted)
+    assert consistency_rewards(1.0, run.judgments[0]).tolist() == [-1.0, 1.0]   # raw (-2, +1): z-scores -1, +1
+    assert parse_verdict("\\boxed{1}", finish_reason="length") == 0
+    assert parse_verdict("\\boxed{1}", finish_reason="stop") == 1
+
+
 def test_judge_validates_its_inputs():
     backend = ScriptedBackend(["\\boxed{1}"])
     with pytest.raises(ValueError, match="judgments_per_step must be an int >= 1"):

@@ -10,7 +10,9 @@ from rla_envs.code.tasks.bundled import bundled_task
 from rla_envs.code.tasks.formats import task_tests
 from rla_envs.core.task import Task, thaw
 from rla_train.backends.scripted import ScriptedBackend
-from rla_train.reward_model import GeneratedTest, UnitTestWriter, parse_tests, program_correct, run_tests
+from rla_train.reward_model import (
+    GeneratedTest, UnitTestWriter, parse_tests, program_correct, run_tests, trivial_programs, trivially_passed,
+)
 
 GCD_WRONG = "def gcd_lcm(a, b):\n    return (1, a * b)\n"          # right only for coprime a, b
 FIZZ_WRONG = "n = int(input())\nfor i in range(1, n + 1):\n    print(i)\n"
@@ -83,6 +85,36 @@ def test_parse_tests_records_garbage_with_the_reason(answer, reason):
         assert all(t.valid for t in tests)
     else:
         assert reason in tests[-1].reason and not tests[-1].valid
+
+
+@pytest.mark.parametrize("name, test, reason", [
+    ("fizzbuzz", {"input": "3\n", "output": ""}, "prints nothing"),
+    ("fizzbuzz", {"input": "3\n", "output": " \n\t\n"}, "prints nothing"),
+    ("gcd_lcm", {"args": [4, 6], "expected": None}, "returns nothing"),
+])
+def test_a_test_the_empty_program_passes_is_refused_when_read(name, test, reason):
+    task = bundled_task(name)
+    [read] = parse_tests(task, fenced([test]))
+    assert not read.valid and read.test is None and reason in read.reason
+
+
+def test_tests_a_program_solving_nothing_passes_get_a_column_of_false(sandbox):
+    """Storage-format tests skip the reading checks; the sandbox run of the trivial programs still finds them."""
+    fizz = bundled_task("fizzbuzz")
+    real = dict(fizz.spec["hidden_tests"][0])
+    tests = [{"stdin": "3\n", "stdout": ""}, real, {"stdin": "", "stdout": "\n \n"}]
+    silent = "import sys\nsys.stdin.read()\n"                           # reads, prints nothing
+    assert trivially_passed(fizz, tests, sandbox).tolist() == [True, False, True]
+    passes = run_tests(fizz, [fizz.spec["reference_solution"], silent], tests, sandbox)
+    assert passes.tolist() == [[False, True, False], [False, False, False]]
+
+    gcd = bundled_task("gcd_lcm")
+    assert trivial_programs(gcd) == ["def gcd_lcm(*args, **kwargs):\n    return None\n"]
+    tests = [{"args": "(4, 6)", "expected": "None"}, {"args": "(4, 6)", "expected": "(2, 12)"}]
+    lazy = "def gcd_lcm(a, b):\n    pass\n"
+    assert trivially_passed(gcd, tests, sandbox).tolist() == [True, False]
+    assert run_tests(gcd, [gcd.spec["reference_solution"], lazy], tests, sandbox).tolist() == [[False, True],
+                                                                                             [False, False]]
 
 
 def test_pass_matrix_against_a_correct_and_a_wrong_program(sandbox):
