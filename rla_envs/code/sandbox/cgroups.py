@@ -66,6 +66,7 @@ class SlotCgroup:
     version: int
     dirs: dict[str, str] = field(default_factory=dict)
     """Controller (``""`` for v2) -> the slot's directory."""
+    _bounds: dict[str, str] = field(default_factory=dict, repr=False)  # what limit_run last wrote
 
     @property
     def procs_files(self) -> list[str]:
@@ -93,8 +94,13 @@ class SlotCgroup:
                 handle.write(value)
 
     def limit_run(self, memory_mb: int, work_mb: int, processes: int) -> None:
-        """Bound the next run of this slot: its processes' memory and work dir, and its process count."""
-        self.write(run_limit_files(self.version, memory_mb, work_mb, processes))
+        """Bound the next run of this slot: its processes' memory and work dir, and its process count
+        (nothing is written when the previous run of the slot had the same bounds)."""
+        files = run_limit_files(self.version, memory_mb, work_mb, processes)
+        if files != self._bounds:
+            self._bounds = {}
+            self.write(files)
+            self._bounds = files
 
     def remove(self, wait_s: float = 1.0) -> None:
         """Remove the slot's directories, waiting up to ``wait_s`` for the last processes to leave (a dir
