@@ -318,7 +318,7 @@ def _worker(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | None
         signal.signal(signum, signal.SIG_IGN)
     if caps["private_proc"]:
         confine.mount_private_proc()
-    try:  # the first the OOM killer takes, here and host-wide; set as root, the program cannot lower it
+    try:  # the OOM killer's first choice, in the slot and host-wide (Landlock leaves /proc read-only to the program)
         confine.set_oom_score_adj(1000)
     except OSError:  # a container that refuses the write: the rlimits still bound each process
         pass
