@@ -106,7 +106,8 @@ def run(quick: bool = False) -> list[Metric]:
     box = make_sandbox("local", slots=4)  # spares for 2 workers: one in use, one being replaced
     try:
         caps = box.capabilities()
-        confined = all(caps.get(k) for k in ("uid_switch", "pidns", "netns", "landlock", "seccomp"))
+        confined = all(caps.get(k) for k in ("uid_switch", "pidns", "netns", "ipcns", "work_tmpfs", "landlock",
+                                             "seccomp"))
         jobs = _jobs(box)
         for local_job, bare_job in jobs.values():  # warm-up
             local_job()
@@ -129,8 +130,9 @@ def run(quick: bool = False) -> list[Metric]:
     def p(workload: str, side: str, workers: int, q: float) -> float:
         return _percentile(samples[(workload, side, workers)][1], q)
 
-    conf = "confinement on (uid, pid/mount/net ns, rlimits, Landlock, seccomp)" if confined else \
-        f"INCOMPLETE confinement: {caps}"
+    slot_cgroup = f"cgroup v{caps['cgroup']} per slot" if caps.get("cgroup") else "NO slot cgroup"
+    conf = (f"confinement on (uid, pid/mount/net/ipc ns, work-dir tmpfs, rlimits, Landlock, seccomp; {slot_cgroup})"
+            if confined else f"INCOMPLETE confinement: {caps}")
     metrics = [
         Metric("local_speedup_vs_bare", rate("trivial", "local", 1), rate("trivial", "bare", 1), "exec/s",
                goal=5.0, note=f"trivial program, stdio form, 1 worker, fresh process per execution; {conf}; "

@@ -6,15 +6,18 @@ sandbox can say what is active (``Sandbox.capabilities()``) and refuse to start 
 
 Layout of the confinement (see :mod:`rla_envs.code.sandbox.forkserver`):
 
-* the fork server (root) enters, once, a new mount namespace where ``/tmp``, ``/var/tmp``, ``/dev/shm``,
+* the fork server (root) enters, once, a new mount namespace where ``/tmp``, ``/var``, ``/run``, ``/dev/shm``,
   ``/home``, ``/root``, ``/mnt``, ``/media``, ``/srv`` are empty private tmpfs (the Python prefix is
-  bound back read-only when it lives below one of them), every directory of installed Python packages
-  is an empty read-only tmpfs holding only the allow-listed packages (see :mod:`.readable`), and a new,
-  empty network namespace;
-* each session gets a new PID + mount namespace with a fresh ``/proc``, its own uid, rlimits, a
-  Landlock domain (read: the standard library, system libraries, allow-listed packages; write: its work
-  dir only; no TCP; no signals or abstract sockets outside its domain) and a seccomp filter (no sockets
-  but AF_UNIX, no ptrace, no mount, no namespaces, no kernel keyring, bpf, perf or io_uring).
+  bound back read-only when it lives below one of them; no host service socket in ``/run`` or ``/var``
+  stays in sight), every directory of installed Python packages is an empty read-only tmpfs holding
+  only the allow-listed packages (see :mod:`.readable`), and a new, empty network namespace;
+* each session gets a new PID + mount + IPC namespace with a fresh ``/proc``, a work dir that is a tmpfs
+  of its own (sized per slot, gone with the session), its own uid, rlimits, a Landlock domain (read: the
+  standard library, system libraries, allow-listed packages; write: its work dir only; no TCP; no
+  signals or abstract sockets outside its domain) and a seccomp filter (no ``socket()`` at all, so no
+  connect or bind to a named Unix socket whatever Landlock sees; ``socketpair()`` but not of datagram
+  sockets, whose ``sendto`` reaches named ones; no SysV IPC or POSIX message queues; no ptrace, no mount,
+  no namespaces, no kernel keyring, bpf, perf or io_uring).
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ __all__ = [
     "CLONE_NEWNS",
     "CLONE_NEWNET",
     "CLONE_NEWPID",
+    "CLONE_NEWIPC",
     "unshare",
     "mount",
+    "umount",
+    "set_oom_score_adj",
     "enter_server_namespaces",
     "mount_private_proc",
     "set_rlimits",
@@ -42,21 +48,25 @@ __all__ = [
     "seccomp_program",
     "apply_seccomp",
     "kill_uid",
+    "remove_sysv_ipc",
 ]
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWIPC = 0x08000000
 _NAMESPACE_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
+MNT_DETACH = 0x2
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP = 1, 4, 38, 22
 SECCOMP_MODE_FILTER = 2
 
 # Directories hidden behind an empty tmpfs in the fork server's mount namespace.
-HIDDEN_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/home", "/root", "/mnt", "/media", "/srv")
+# /run and /var hold host services' sockets (dbus, container runtimes, databases) and their state.
+HIDDEN_DIRS = ("/tmp", "/var", "/run", "/dev/shm", "/home", "/root", "/mnt", "/media", "/srv")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -79,6 +89,19 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int = 0, d
     """mount(2)."""
     enc = lambda s: None if s is None else s.encode()  # noqa: E731
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def umount(target: str) -> None:
+    """umount2(2) with MNT_DETACH."""
+    _check(_libc.umount2(target.encode(), ctypes.c_int(MNT_DETACH)), f"umount {target}")
+
+
+def set_oom_score_adj(value: int) -> None:
+    """Make this process (and its future children) the OOM killer's first choice (1000) or never one (-1000).
+
+    Set as root, the value is also the floor a later unprivileged process cannot go below."""
+    with open("/proc/self/oom_score_adj", "w") as handle:
+        handle.write(str(value))
 
 
 def _prctl(option: int, arg2: int = 0) -> None:
@@ -238,6 +261,32 @@ def kill_uid(uid: int, rounds: int = 100) -> int:
     return signalled
 
 
+_IPC_RMID = 0
+_SYSV_REMOVERS = {"shm": "shmctl", "msg": "msgctl", "sem": "semctl"}
+
+
+def remove_sysv_ipc() -> int:
+    """Remove every SysV shared-memory segment, message queue and semaphore set this process may remove
+    (in its IPC namespace, listed in ``/proc/sysvipc``); return how many went. For a sandbox whose seccomp
+    filter could not be installed: its programs' objects must not outlive their run."""
+    removed = 0
+    for kind, remover in _SYSV_REMOVERS.items():
+        try:
+            with open(f"/proc/sysvipc/{kind}") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:  # no SysV IPC in this kernel: nothing to remove
+            continue
+        call = getattr(_libc, remover)
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1 and fields[1].isdigit():
+                args = (ctypes.c_int(int(fields[1])), ctypes.c_int(_IPC_RMID))
+                if kind == "sem":
+                    args = (args[0], ctypes.c_int(0), args[1])
+                removed += call(*args, None) == 0
+    return removed
+
+
 # --------------------------------------------------------------------------------------------------
 # Landlock
 
@@ -313,12 +362,17 @@ def apply_landlock(abi: int, read_dirs: list[str], write_dirs: list[str], read_f
 
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _RET_KILL_PROCESS, _RET_ALLOW, _RET_ERRNO = 0x80000000, 0x7FFF0000, 0x00050000
-_LD_ABS_W, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+_LD_ABS_W, _JEQ_K, _JGE_K, _JSET_K, _RET_K, _AND_K = 0x20, 0x15, 0x35, 0x45, 0x06, 0x54
 _EPERM, _EACCES, _ENOSYS = 1, 13, 38
+_SOCK_TYPE_MASK, _SOCK_DGRAM = 0xF, 2
 
 _X86_64 = {
-    "socket": 41, "clone": 56, "clone3": 435,
+    "socket": 41, "socketpair": 53, "clone": 56, "clone3": 435,
     "denied": {
+        # SysV IPC and POSIX message queues: objects that outlive the process and reach other uids.
+        "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65, "semctl": 66,
+        "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mq_open": 240,
+        "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165, "umount2": 166,
         "unshare": 272, "setns": 308, "pivot_root": 155, "chroot": 161, "keyctl": 250, "add_key": 248,
         "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "io_uring_setup": 425,
@@ -345,13 +399,17 @@ def seccomp_program() -> bytes | None:
     code.append((_JGE_K, "kill", 0, 0x40000000))                        # x32 ABI
     for nr in table["denied"].values():
         code.append((_JEQ_K, "eperm", 0, nr))
-    code.append((_JEQ_K, "socket", 0, table["socket"]))
+    # No socket() of any family: no network, and no connect()/bind() to a named Unix socket (a host service
+    # in a directory Landlock does not cover). Connected pairs stay: socketpair() of stream/seqpacket sockets.
+    code.append((_JEQ_K, "eacces", 0, table["socket"]))
+    code.append((_JEQ_K, "socketpair", 0, table["socketpair"]))
     code.append((_JEQ_K, "clone", 0, table["clone"]))
     code.append((_JEQ_K, "enosys", 0, table["clone3"]))  # glibc falls back to clone(), whose flags we can see
     code.append((_RET_K, 0, 0, _RET_ALLOW))
-    labels = {"socket": len(code)}
-    code.append((_LD_ABS_W, 0, 0, 16))                                  # args[0] low word: domain
-    code.append((_JEQ_K, "allow", "eacces", 1))                         # AF_UNIX only
+    labels = {"socketpair": len(code)}
+    code.append((_LD_ABS_W, 0, 0, 24))                                  # args[1] low word: type (| flags)
+    code.append((_AND_K, 0, 0, _SOCK_TYPE_MASK))
+    code.append((_JEQ_K, "eacces", "allow", _SOCK_DGRAM))               # a datagram end can sendto() any path
     labels["clone"] = len(code)
     code.append((_LD_ABS_W, 0, 0, 16))                                  # args[0] low word: flags
     code.append((_JSET_K, "eperm", "allow", _NAMESPACE_FLAGS))

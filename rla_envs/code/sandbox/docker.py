@@ -4,9 +4,10 @@ One container per worker slot, made from ``containers/code-sandbox`` (build it w
 ``containers/code-sandbox/build.sh``) and started through the Docker SDK against any Docker-API
 socket (``base_url=``, else ``DOCKER_HOST``; on machines without a Docker daemon
 ``scripts/start-docker-api.sh`` starts podman's). Each container runs with no network
-(``network_mode="none"``), a read-only root, a small ``noexec`` tmpfs ``/work``, pids and memory
-limits, every capability dropped, ``no-new-privileges`` and a non-root uid of its own
-(``uid_base + slot``).
+(``network_mode="none"``), an IPC namespace of its own without ``/dev/shm`` (``ipc_mode="none"``), a
+read-only root, a small ``noexec`` tmpfs ``/work``, pids, memory and CPU limits (its own cgroup: slots
+share the CPU by equal weight, each at most ``cpus`` cores), every capability dropped,
+``no-new-privileges`` and a non-root uid of its own (``uid_base + slot``, never 65534/nobody).
 
 Inside, pid 1 is an **agent** (:mod:`~rla_envs.code.sandbox.docker_agent`) that serves the host over the
 container's attached stdin/stdout, one JSON line per message, and keeps a warm spare worker made by
@@ -65,7 +66,9 @@ class DockerSandbox(ClosesOnExit):
             (``Limits.memory_mb``) apply inside it as RLIMIT_AS.
         pids_limit: processes and threads per container (the cgroup pids controller).
         work_mb: size of the tmpfs ``/work`` where programs may write.
-        uid_base: slot ``i`` runs as uid ``uid_base + i`` (non-root; no passwd entry needed).
+        cpus: CPU time each container may use per second of wall time, in cores.
+        uid_base: slot ``i`` runs as uid ``uid_base + i`` (non-root; no passwd entry needed; the range
+            may not hold 65534, nobody's uid on most hosts).
         check_image: refuse an image built from other sandbox sources than this checkout's.
         client: an existing ``docker.DockerClient`` (then ``base_url`` is ignored).
     """
@@ -73,16 +76,12 @@ class DockerSandbox(ClosesOnExit):
     name = "docker"
 
     def __init__(self, image: str = DEFAULT_IMAGE, slots: int = 2, base_url: str | None = None, *,
-                 memory_mb: int = 2048, pids_limit: int = 256, work_mb: int = 64, uid_base: int = 62000,
-                 check_image: bool = True, client: Any = None) -> None:
-        if slots < 1:
-            raise ValueError(f"slots must be >= 1, got {slots}")
-        if not 1 <= uid_base <= 65535 - slots:
-            raise ValueError(f"uid_base must be a non-root uid with room for {slots} slots below 65536, got {uid_base}")
-        if memory_mb < 128 or pids_limit < 16 or work_mb < 1:
-            raise ValueError("memory_mb >= 128, pids_limit >= 16 and work_mb >= 1 are needed")
+                 memory_mb: int = 2048, pids_limit: int = 256, work_mb: int = 64, cpus: float = 1.0,
+                 uid_base: int = 62000, check_image: bool = True, client: Any = None) -> None:
+        check_settings(slots, uid_base, memory_mb, pids_limit, work_mb, cpus)
         self.image, self.slots = image, slots
         self.memory_mb, self.pids_limit, self.work_mb, self.uid_base = memory_mb, pids_limit, work_mb, uid_base
+        self.cpus = cpus
         self.instance = uuid.uuid4().hex[:16]
         self._closed = False
         self._slots: list[AgentContainer] = []
@@ -101,8 +100,8 @@ class DockerSandbox(ClosesOnExit):
         agent = dict(self._slots[0].hello)
         self._caps = {
             "backend": "docker", "image": image, "image_id": image_id, "slots": slots,
-            "server": server, "network": "none", "read_only_root": True,
-            "work_tmpfs_mb": work_mb, "memory_mb": memory_mb, "pids_limit": pids_limit,
+            "server": server, "network": "none", "ipc": "none", "read_only_root": True,
+            "work_tmpfs_mb": work_mb, "memory_mb": memory_mb, "pids_limit": pids_limit, "cpus": cpus,
             "cap_drop": "ALL", "no_new_privileges": True, "uids": [uid_base, uid_base + slots - 1],
             "root": False, "uid_switch": agent.get("uid") != 0, "netns": True,
             "pidns": True,  # the container's own PID namespace; every session ends with a sweep of it
@@ -191,6 +190,21 @@ class DockerSandbox(ClosesOnExit):
         self._slots = []
         if errors:
             raise SandboxError("; ".join(errors))
+
+
+def check_settings(slots: int, uid_base: int, memory_mb: int, pids_limit: int, work_mb: int, cpus: float) -> None:
+    """Refuse container settings that cannot confine (raised when the sandbox is built)."""
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1, got {slots}")
+    if not 1 <= uid_base <= 65535 - slots:
+        raise ValueError(f"uid_base must be a non-root uid with room for {slots} slots below 65536, got {uid_base}")
+    if uid_base <= 65534 < uid_base + slots:
+        raise ValueError(f"uids {uid_base}..{uid_base + slots - 1} hold 65534 (nobody's uid, shared with other "
+                         "services): pick a uid_base whose block stays clear of it")
+    if memory_mb < 128 or pids_limit < 16 or work_mb < 1:
+        raise ValueError("memory_mb >= 128, pids_limit >= 16 and work_mb >= 1 are needed")
+    if not cpus > 0:
+        raise ValueError(f"cpus must be > 0 (cores per container), got {cpus!r}")
 
 
 class DockerSession(ClosesOnExit):

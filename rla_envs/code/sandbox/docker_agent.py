@@ -6,7 +6,8 @@ warm spare worker made by the local backend's own code: :mod:`~rla_envs.code.san
 the monitor, :mod:`~rla_envs.code.sandbox.session` drives it, the program runs in
 :mod:`~rla_envs.code.sandbox.runner` under rlimits, Landlock and seccomp where the container allows them.
 After every session the agent SIGKILLs every other process in the container (setsid and daemon escapes
-included) and empties the work dir, and only then makes the next spare.
+included), empties the work dir and removes any SysV IPC object (the container's IPC namespace outlives
+sessions; the seccomp filter refuses SysV IPC where it is installed), and only then makes the next spare.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def _capabilities() -> dict:
 
 
 def _sweep(me: int) -> None:
-    """SIGKILL every other process of the container, reap them, empty the work dir."""
+    """SIGKILL every other process of the container, reap them, empty the work dir, remove SysV IPC objects."""
     for _ in range(_SWEEP_ROUNDS):
         killed = sum(_kill(int(entry)) for entry in os.listdir("/proc") if entry.isdigit() and int(entry) != me)
         _reap()
@@ -191,6 +192,7 @@ def _sweep(me: int) -> None:
                 os.unlink(path)
         except OSError as exc:  # the next session would see it: say so on the stderr the host keeps
             logger.warning("could not empty %s: %s: %s", path, type(exc).__name__, exc)
+    confine.remove_sysv_ipc()
 
 
 def _kill(pid: int) -> bool:

@@ -1,7 +1,8 @@
 """One container of the docker sandbox, seen from the host: how it is made, and the stream to its agent.
 
-The container runs the agent (:mod:`~rla_envs.code.sandbox.docker_agent`) as pid 1 with no network, a
-read-only root, a small ``noexec`` tmpfs work dir, pids and memory limits, every capability dropped,
+The container runs the agent (:mod:`~rla_envs.code.sandbox.docker_agent`) as pid 1 with no network, an IPC
+namespace of its own without ``/dev/shm``, a read-only root, a small ``noexec`` tmpfs work dir, pids, memory
+and CPU limits, every capability dropped,
 ``no-new-privileges`` and a non-root uid of its slot. The host talks to the agent over the attached
 stdin/stdout (a multiplexed stream: 8-byte frame headers, see :func:`take_frames`). A container that stops
 answering is no longer trusted: it is removed and replaced by a fresh one.
@@ -96,10 +97,11 @@ class AgentContainer:
             entrypoint=[], user=f"{uid}:{uid}", working_dir=WORK_DIR,
             stdin_open=True, tty=False, detach=True,
             environment={"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"},
-            network_mode="none", read_only=True,
+            network_mode="none", ipc_mode="none", read_only=True,
             tmpfs={WORK_DIR: f"rw,nosuid,nodev,noexec,size={sandbox.work_mb}m,mode=1777"},
             mem_limit=f"{sandbox.memory_mb}m", memswap_limit=f"{sandbox.memory_mb}m",
-            pids_limit=sandbox.pids_limit, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            pids_limit=sandbox.pids_limit, nano_cpus=int(sandbox.cpus * 1e9),
+            cap_drop=["ALL"], security_opt=["no-new-privileges"],
             ulimits=[Ulimit(name="nofile", soft=4096, hard=4096),
                      Ulimit(name="nproc", soft=sandbox.pids_limit, hard=sandbox.pids_limit),
                      Ulimit(name="core", soft=0, hard=0)],

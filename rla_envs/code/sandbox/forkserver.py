@@ -9,14 +9,16 @@ package ``__init__`` files, so the server stays lean) with a clean environment a
   and stderr (write ends), requests (read end), records (write end) and a per-session control
   socket; server → host: ``{"spawned": pid}`` or ``{"error": why}``.
 
-Per session the server forks a **monitor** (root) that makes a 0700 work dir, enters a new PID +
-mount namespace and forks the **worker**, pid 1 there. The worker mounts a private ``/proc``, sets
+Per session the server forks a **monitor** (root) that joins its slot's cgroup (see :mod:`.cgroups`),
+makes a 0700 work dir, enters a new PID + mount + IPC namespace, mounts a tmpfs of its own (``work_mb``)
+on the work dir and forks the **worker**, pid 1 there. The worker mounts a private ``/proc``, sets
 no_new_privs, Landlock and seccomp, and waits in :mod:`runner` for its program, form and limits (the
 host keeps one such spare per slot). When they arrive it sets the rlimits, hands the work dir to the
 slot's uid, becomes that uid, and only then runs the program. The monitor waits on the worker and on
 its control socket: any byte or EOF there (the host asked, or died) SIGKILLs the worker, and with it
-the whole PID namespace (setsid/daemon escapes included). It then removes the work dir and reports
-the exit status as ``{"exit": status}``.
+the whole PID namespace (setsid/daemon escapes included). It then unmounts and removes the work dir
+(its files, and the session's IPC objects, are gone with the namespaces) and reports the exit status
+as ``{"exit": status}``. Nothing a run starts or makes outlives it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import signal
 import socket
 import sys
 
-from rla_envs.code.sandbox import confine, readable, runner
+from rla_envs.code.sandbox import cgroups, confine, readable, runner
 
 # Imported once here so that every sandboxed program finds them loaded (the common ones of solutions).
 PRELOADED = ("collections", "functools", "heapq", "itertools", "math", "re", "string", "bisect", "typing",
@@ -40,6 +42,8 @@ for _name in PRELOADED:
 WORK_ROOT = "/tmp/rla-sandbox"
 _SERVER_FDS_NEEDED = 6
 _PLAN: dict = {}  # computed once in main(): what every worker reads and imports from
+_SLOT_CGROUPS: dict[int, list[str]] = {}  # uid -> the cgroup.procs files its monitors join (set in main())
+_WORK_INODES = 16384  # files and directories a work dir may hold
 _READ_FILES = ["/etc/ld.so.cache", "/etc/localtime", "/dev/urandom", "/dev/random"]
 _RW_FILES = ["/dev/null", "/dev/zero"]
 
@@ -51,6 +55,7 @@ def main(control_fd: int) -> None:
     plan = readable.read_plan(config.get("packages", ()))
     caps = _set_up(config, plan)
     set_plan(plan, caps)
+    _SLOT_CGROUPS.update({int(uid): files for uid, files in config.get("cgroups", {}).items()})
     seccomp_filter = confine.seccomp_program() if caps.get("seccomp") else None
     control.sendall(json.dumps({"hello": dict(caps, read_plan=plan.to_json())}).encode())
     children: set[int] = set()
@@ -119,6 +124,7 @@ def _set_up(config: dict, plan: readable.ReadPlan) -> dict:
     if not caps.get("mountns"):
         os.makedirs(WORK_ROOT if caps["root"] else config.get("work_root", WORK_ROOT), exist_ok=True)
     caps["work_root"] = WORK_ROOT if caps.get("mountns") else config.get("work_root", WORK_ROOT)
+    caps["work_mb"] = int(config.get("work_mb", 64))
     caps.update(probe(caps, config.get("uid_base", 64000)))
     return caps
 
@@ -132,6 +138,9 @@ def probe(caps: dict, uid: int) -> dict:
         result = {}
         try:
             result["pidns"] = _try(lambda: confine.unshare(confine.CLONE_NEWPID | confine.CLONE_NEWNS))
+            result["ipcns"] = _try(lambda: confine.unshare(confine.CLONE_NEWIPC))
+            if result["pidns"] and caps["root"] and caps.get("mountns"):
+                result["work_tmpfs"] = _try(lambda: _probe_work_tmpfs(caps))
             inner = os.fork()
             if inner == 0:
                 if result["pidns"]:
@@ -162,6 +171,8 @@ def probe(caps: dict, uid: int) -> dict:
     result = json.loads(data or b"{}")
     out = {
         "pidns": bool(result.get("pidns")),
+        "ipcns": bool(result.get("ipcns")),
+        "work_tmpfs": bool(result.get("work_tmpfs")),
         "private_proc": bool(result.get("private_proc")),
         "uid_switch": bool(result.get("uid_switch")),
         "landlock": bool(result.get("landlock")),
@@ -171,6 +182,22 @@ def probe(caps: dict, uid: int) -> dict:
         abi = caps["landlock_abi"]
         out.update(landlock_fs=True, landlock_net=abi >= 4, landlock_scope=abi >= 6)
     return out
+
+
+def _probe_work_tmpfs(caps: dict) -> None:
+    """Mount and unmount a work-dir tmpfs (in the probe's own mount namespace)."""
+    path = os.path.join(caps["work_root"], f"probe-{os.getpid()}")
+    os.mkdir(path, 0o700)
+    try:
+        _mount_work_dir(path, caps)
+        confine.umount(path)
+    finally:
+        os.rmdir(path)
+
+
+def _mount_work_dir(path: str, caps: dict) -> None:
+    confine.mount("tmpfs", path, "tmpfs", confine.MS_NOSUID | confine.MS_NODEV,
+                  f"mode=0700,size={caps['work_mb']}m,nr_inodes={_WORK_INODES}")
 
 
 def _try(action) -> bool:
@@ -212,10 +239,19 @@ def _monitor(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | Non
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     ctl = socket.socket(fileno=fds[5])
     uid = spec["uid"]
+    if uid in _SLOT_CGROUPS:  # before the worker exists: everything the run starts is born inside
+        cgroups.join(_SLOT_CGROUPS[uid])
+        try:  # the slot's memory bound kills the run's processes (at 1000), never the monitor
+            confine.set_oom_score_adj(-1000)
+        except OSError:  # no CAP_SYS_RESOURCE (a container): the run's processes still go first
+            pass
     workdir = os.path.join(caps["work_root"], f"{uid}-{os.getpid()}")
     os.mkdir(workdir, 0o700)  # root's until the worker is handed its program
+    own_tmpfs = bool(caps["pidns"] and caps.get("work_tmpfs"))
     if caps["pidns"]:
-        confine.unshare(confine.CLONE_NEWPID | confine.CLONE_NEWNS)
+        confine.unshare(confine.CLONE_NEWPID | confine.CLONE_NEWNS | (confine.CLONE_NEWIPC if caps.get("ipcns") else 0))
+    if own_tmpfs:  # in the session's mount namespace only: no other slot sees it, and it dies with the session
+        _mount_work_dir(workdir, caps)
     worker = os.fork()
     if worker == 0:
         try:
@@ -241,7 +277,14 @@ def _monitor(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | Non
     _, status = os.waitpid(worker, 0)
     if not caps["pidns"]:
         _kill_tree(worker, uid, caps)
-    shutil.rmtree(workdir, ignore_errors=True)
+    if own_tmpfs:
+        try:
+            confine.umount(workdir)
+            os.rmdir(workdir)
+        except OSError:  # still reported below: the exit report matters more than an empty mount point
+            pass
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
     try:
         ctl.sendall(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
     except OSError:  # the host closed the session (or died): nobody is left to tell
@@ -275,6 +318,10 @@ def _worker(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | None
         signal.signal(signum, signal.SIG_IGN)
     if caps["private_proc"]:
         confine.mount_private_proc()
+    try:  # the OOM killer's first choice, in the slot and host-wide (Landlock leaves /proc read-only to the program)
+        confine.set_oom_score_adj(1000)
+    except OSError:  # a container that refuses the write: the rlimits still bound each process
+        pass
     if not caps["pidns"]:
         os.setsid()  # a process group of its own, for the unsafe-mode kill
     os.chdir(workdir)

@@ -1,14 +1,17 @@
 """The ``local`` sandbox: a warm fork server on this machine, one unprivileged uid per concurrent slot.
 
 What confines the program (each step detected at start, see :meth:`LocalSandbox.capabilities`):
-its own uid (``uid_base + slot``) and 0700 work dir, a clean environment, rlimits (address space,
-CPU, file size, open files, processes), a new PID namespace with its own ``/proc`` (the whole tree is
-SIGKILLed at the timeout, setsid and double-fork escapes included), a private mount namespace where
-``/tmp``, ``/home``, ``/root``, ``/dev/shm``... are empty and every directory of installed Python packages
-is an empty tmpfs (bar the allow-listed ``packages``), an empty network namespace, Landlock (reads: the
-standard library, system libraries and the allow-listed packages, see :mod:`.readable`; writes: the work
-dir; no TCP; no signals outside) and a seccomp filter. Grading data (datasets, hidden tests, reference
-solutions) is never readable: :meth:`LocalSandbox.exposes` says whether a path would be.
+its own uid (``uid_base + slot``, a uid of no account) and 0700 work dir, a tmpfs of its own
+(``work_mb``, gone with the run), a clean environment, rlimits (address space, CPU, file size, open
+files, processes), a cgroup per slot bounding the run's processes together (CPU quota, memory, pids;
+see :mod:`.cgroups`), a new PID namespace with its own ``/proc`` (the whole tree is SIGKILLed when the
+run ends, setsid and double-fork escapes included), a new IPC namespace, a private mount namespace
+where ``/tmp``, ``/var``, ``/run``, ``/home``, ``/root``, ``/dev/shm``... are empty and every directory of
+installed Python packages is an empty tmpfs (bar the allow-listed ``packages``), an empty network
+namespace, Landlock (reads: the standard library, system libraries and the allow-listed packages, see
+:mod:`.readable`; writes: the work dir; no TCP; no signals outside) and a seccomp filter (no sockets but
+connected pairs, no SysV IPC). Grading data (datasets, hidden tests, reference solutions) is never
+readable: :meth:`LocalSandbox.exposes` says whether a path would be.
 Results come back on a dedicated pipe as tagged records with exact builtin types; stdout/stderr are
 kept up to ``Limits.output_bytes`` each.
 
@@ -37,16 +40,17 @@ import sys
 import threading
 import weakref
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from rla_envs.code.sandbox.base import Call, CallResult, ClosesOnExit, ConfinementUnavailable, Limits, SandboxError
 from rla_envs.code.sandbox.bootstrap import bootstrap_program
+from rla_envs.code.sandbox.cgroups import SlotCgroup, make_slot_cgroups
 from rla_envs.code.sandbox.readable import ReadPlan, check_packages
 from rla_envs.code.sandbox.session import LocalSession
 
 __all__ = ["LocalSandbox", "LocalSession"]
 
-_REQUIRED = ("uid_switch", "pidns", "mountns", "netns")
+_REQUIRED = ("uid_switch", "pidns", "mountns", "netns", "ipcns", "work_tmpfs")
 
 
 class LocalSandbox(ClosesOnExit):
@@ -54,27 +58,40 @@ class LocalSandbox(ClosesOnExit):
 
     Args:
         slots: concurrent sessions (each gets its own uid; more callers wait for a free slot).
-        uid_base: first sandbox uid; slot ``i`` runs as ``uid_base + i`` (no /etc/passwd entry needed).
+        uid_base: first sandbox uid; slot ``i`` runs as ``uid_base + i``. Every uid (and gid) of the block
+            must belong to no account, group or subordinate-id range of this machine, nor be 65534/65535
+            (nobody); default: the first free such block at or above :data:`DEFAULT_UID_BASE`.
         unsafe: run even if this machine cannot confine (not root, no namespaces). Only for code you trust.
         packages: top-level packages a program may import beyond the standard library (``("numpy",)``);
             none by default, as the tasks rla ships need none. Packages holding grading data are refused.
+        work_mb: size of each run's work dir, a tmpfs of its own (the only place a program may write).
+        cpus: CPU time each slot may use per second of wall time, in cores (a cgroup quota; slots also
+            share the CPU by equal weight, however many processes each runs).
     """
 
     name = "local"
 
     def __init__(self, slots: int = 4, uid_base: int | None = None, unsafe: bool = False,
-                 packages: Sequence[str] = ()) -> None:
+                 packages: Sequence[str] = (), work_mb: int = 64, cpus: float = 1.0) -> None:
         if slots < 1:
             raise ValueError(f"slots must be >= 1, got {slots}")
         if uid_base is not None and not 1000 <= uid_base <= 2**31 - 1 - slots:
             raise ValueError(f"uid_base must be an unused uid >= 1000, got {uid_base}")
+        if uid_base is not None and (taken := uid_conflicts(uid_base, slots)):
+            raise ValueError(f"uid_base={uid_base} gives slots uids {uid_base}..{uid_base + slots - 1}, but these "
+                             f"are taken: {'; '.join(taken[:3])}. Sandboxed code must run as a uid no account owns; "
+                             "pass another uid_base or leave it unset to pick a free block")
+        if type(work_mb) is not int or work_mb < 1:
+            raise ValueError(f"work_mb must be a positive int (MiB of each run's work dir), got {work_mb!r}")
+        if not 0.01 <= cpus <= (os.cpu_count() or 1):
+            raise ValueError(f"cpus must be between 0.01 and this machine's {os.cpu_count()} cores, got {cpus!r}")
         if sys.platform != "linux":
             raise ConfinementUnavailable(f"the local sandbox needs Linux, this is {sys.platform}; use backend='docker'")
         if os.geteuid() != 0 and not unsafe:
             raise ConfinementUnavailable(
                 "the local sandbox needs root to run code as a separate uid in its own namespaces; run as root, "
                 "use backend='docker', or pass unsafe=True to run without confinement (trusted code only)")
-        self.unsafe = unsafe
+        self.unsafe, self.work_mb, self.cpus = unsafe, work_mb, cpus
         self.packages = check_packages(packages)
         self.read_plan: ReadPlan | None = None  # what programs may read: computed by the fork server
         self._uid_locks = _claim_uids(slots, uid_base)
@@ -84,6 +101,7 @@ class LocalSandbox(ClosesOnExit):
         self._lock = threading.Lock()
         self._sessions: weakref.WeakSet[LocalSession] = weakref.WeakSet()
         self._closed = False
+        self._cgroups: dict[int, SlotCgroup] = {}
         try:
             self._start_server(slots)
             for slot in range(slots):
@@ -100,7 +118,12 @@ class LocalSandbox(ClosesOnExit):
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         package_root = str(Path(__file__).resolve().parents[3])
         config = {"unsafe": self.unsafe, "uid_base": self.uid_base, "slots": slots,
-                  "packages": list(self.packages)}
+                  "packages": list(self.packages), "work_mb": self.work_mb}
+        cgroup_error = "needs root"
+        if os.geteuid() == 0:
+            uids = list(range(self.uid_base, self.uid_base + slots))
+            self._cgroups, cgroup_error = make_slot_cgroups(uids, self.cpus, Limits().processes)
+            config["cgroups"] = {str(uid): cgroup.procs_files for uid, cgroup in self._cgroups.items()}
         if os.geteuid() != 0:
             import tempfile
 
@@ -127,7 +150,11 @@ class LocalSandbox(ClosesOnExit):
         self._caps = dict(hello["hello"], backend="local", slots=slots, uids=[self.uid_base, self.uid_base + slots - 1],
                           rlimits=["RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_NPROC",
                                    "RLIMIT_CORE"], fork_server_pid=self._server.pid,
-                          packages=list(self.read_plan.packages), read_dirs=list(self.read_plan.read_dirs))
+                          packages=list(self.read_plan.packages), read_dirs=list(self.read_plan.read_dirs),
+                          cgroup=next(iter(self._cgroups.values())).version if self._cgroups else False,
+                          slot_cpus=self.cpus if self._cgroups else None)
+        if cgroup_error:
+            self._caps["cgroup_error"] = cgroup_error
         missing = [key for key in _REQUIRED if not self._caps.get(key)]
         if missing and not self.unsafe:
             self._stop_server()
@@ -201,8 +228,20 @@ class LocalSandbox(ClosesOnExit):
     def session(self, program: str, limits: Limits = Limits()) -> "LocalSession":
         """Load ``program`` once as module ``solution``; the session serves function calls in order."""
         session = self._acquire()
-        session.start(program, limits, "function", cpu_s=int(limits.timeout_s * 100) + 1)
+        self._start(session, program, limits, "function", cpu_s=int(limits.timeout_s * 100) + 1)
         return session
+
+    def _start(self, session: "LocalSession", program: str, limits: Limits, form: str, cpu_s: int,
+               stdin: bytes = b"") -> None:
+        """Bound the slot's cgroup by ``limits``, then hand the session its program."""
+        cgroup = self._cgroups.get(session.uid)
+        if cgroup is not None:
+            try:
+                cgroup.limit_run(limits.memory_mb, self.work_mb, limits.processes)
+            except OSError as exc:
+                session.close()
+                raise SandboxError(f"cannot bound slot {session.slot}'s cgroup for this run: {exc}") from exc
+        session.start(program, limits, form, cpu_s=cpu_s, stdin=stdin)
 
     def run(self, program: str, calls: Sequence[Call], limits: Limits = Limits()) -> list[CallResult]:
         """Run every call: function calls in one session (in order), each stdio call in a fresh process.
@@ -215,7 +254,7 @@ class LocalSandbox(ClosesOnExit):
         if function_calls:
             cpu_s = int(limits.timeout_s * (len(function_calls) + 1)) + 1
             with self._acquire() as session:
-                session.start(program, limits, "function", cpu_s=cpu_s)
+                self._start(session, program, limits, "function", cpu_s=cpu_s)
                 for i in function_calls:
                     results[i] = session.call(calls[i])
         for i, c in enumerate(calls):
@@ -226,7 +265,7 @@ class LocalSandbox(ClosesOnExit):
     def _run_stdio(self, program: str, call: Call, limits: Limits) -> CallResult:
         session = self._acquire()
         try:
-            session.start(program, limits, "stdio", cpu_s=int(limits.timeout_s) + 1, stdin=call.stdin.encode())
+            self._start(session, program, limits, "stdio", cpu_s=int(limits.timeout_s) + 1, stdin=call.stdin.encode())
             return session.finish()
         finally:
             session.close()
@@ -249,6 +288,8 @@ class LocalSandbox(ClosesOnExit):
         with self._lock:
             if hasattr(self, "_control"):
                 self._stop_server()
+        for cgroup in getattr(self, "_cgroups", {}).values():
+            cgroup.remove()
         for handle in self._uid_locks.values():
             handle.close()  # releases the flock
         self._uid_locks = {}
@@ -257,21 +298,76 @@ class LocalSandbox(ClosesOnExit):
 # The fork server, started through the bootstrap that skips the package __init__ files.
 _FORK_SERVER = bootstrap_program("from rla_envs.code.sandbox.forkserver import main\nmain(int(sys.argv[2]))")
 
-DEFAULT_UID_BASE = 64000
-_UID_SEARCH = 4096  # how far above DEFAULT_UID_BASE to look for free uids
+DEFAULT_UID_BASE = 70000
+"""Where the search for a free uid block starts: above the 16-bit ids (65534 is nobody, 65535 is -1 there)
+and systemd's dynamic users (61184-65519), below where subordinate ids usually start (100000)."""
+_UID_SEARCH = 16384  # how far above DEFAULT_UID_BASE to look for free uids
+_RESERVED_UIDS = {65534: "the nobody/nogroup id", 65535: "the (uid_t)-1 of 16-bit interfaces"}
+
+
+def uid_conflicts(start: int, count: int, taken: "_TakenIds | None" = None) -> list[str]:
+    """Why uids/gids ``start .. start + count - 1`` are not free for sandboxed code (empty if they are).
+
+    Taken are: an account's uid, a group's gid (slots use gid = uid), a range of ``/etc/subuid`` or
+    ``/etc/subgid`` (another user's containers), 65534 and 65535.
+    """
+    taken = taken if taken is not None else _taken_ids()
+    wanted = range(start, start + count)
+    found = [f"{what} ({id_})" for id_, what in taken.ids.items() if id_ in wanted]
+    found += [what for first, size, what in taken.ranges if first < wanted.stop and wanted.start < first + size]
+    return found
+
+
+class _TakenIds:
+    """The ids of this machine's accounts, groups and subordinate ranges (read once)."""
+
+    def __init__(self) -> None:
+        import grp
+        import pwd
+
+        self.ids: dict[int, str] = dict(_RESERVED_UIDS)
+        for group in grp.getgrall():
+            self.ids.setdefault(group.gr_gid, f"gid of group {group.gr_name!r}")
+        for user in pwd.getpwall():
+            self.ids[user.pw_uid] = f"uid of user {user.pw_name!r}"
+        self.ranges = [(first, size, f"{first}..{first + size - 1} are {owner!r}'s subordinate ids ({path})")
+                       for path in ("/etc/subuid", "/etc/subgid") for owner, first, size in _subordinate_ranges(path)]
+
+
+_taken_ids = _TakenIds
+
+
+def _subordinate_ranges(path: str) -> list[tuple[str, int, int]]:
+    """The ``name:first:count`` lines of ``/etc/subuid``-style files (none if the file is missing)."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return []
+    ranges = []
+    for line in lines:
+        parts = line.strip().split(":")
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            ranges.append((parts[0], int(parts[1]), int(parts[2])))
+    return ranges
 
 
 def _claim_uids(slots: int, uid_base: int | None) -> dict:
     """Lock ``slots`` consecutive sandbox uids for this process (one flock'ed file per uid).
 
-    Two sandboxes on one machine must never share a uid: RLIMIT_NPROC and the kill sweep work per uid.
-    With ``uid_base=None`` the first free block at or above :data:`DEFAULT_UID_BASE` is taken.
+    Two sandboxes on one machine must never share a uid: RLIMIT_NPROC, the kill sweep and the slot
+    cgroups work per uid. With ``uid_base=None`` the first free block at or above :data:`DEFAULT_UID_BASE`
+    whose uids belong to no account (see :func:`uid_conflicts`) is taken.
     """
     import fcntl
 
     lock_dir = Path("/run/lock" if os.access("/run/lock", os.W_OK) else "/tmp") / "rla-sandbox-uids"
     lock_dir.mkdir(mode=0o700, exist_ok=True)
-    starts = [uid_base] if uid_base is not None else range(DEFAULT_UID_BASE, DEFAULT_UID_BASE + _UID_SEARCH, slots)
+    if uid_base is not None:
+        starts: Iterable[int] = [uid_base]
+    else:
+        taken = _taken_ids()
+        starts = (start for start in range(DEFAULT_UID_BASE, DEFAULT_UID_BASE + _UID_SEARCH, slots)
+                  if not uid_conflicts(start, slots, taken))
     for start in starts:
         held: dict = {}
         for uid in range(start, start + slots):

@@ -122,7 +122,7 @@ def test_refuses_to_run_unconfined_without_opt_in(monkeypatch):
 def test_capabilities_report_full_confinement(box):
     caps = box.capabilities()
     assert isinstance(box, Sandbox) and box.name == "local"
-    for key in ("uid_switch", "pidns", "private_proc", "mountns", "netns", "seccomp"):
+    for key in ("uid_switch", "pidns", "private_proc", "mountns", "netns", "ipcns", "work_tmpfs", "seccomp"):
         assert caps[key] is True, key
     assert caps["landlock_abi"] >= 1 and caps["landlock"] is True
     assert caps["uids"] == [box.uid_base, box.uid_base + SLOTS - 1]
