@@ -15,6 +15,7 @@ parsers, the PDDL translator (see :mod:`rla_envs.alfworld.translation`), ``sys.a
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import os
@@ -28,6 +29,8 @@ from textworld.envs.pddl import logic as pddl_logic
 from textworld.envs.pddl import textgen
 from textworld.generator.game import EntityInfo
 from textworld.logic import Rule
+
+from rla_envs.core.errors import InvalidTask
 
 __all__ = ["SHARED_LOCK", "CACHE_SIZE", "game_logic", "GrammarDeriver", "clear_grammar_caches"]
 
@@ -101,9 +104,29 @@ def _query(expression: str) -> Rule:
         return Rule.parse_conjunctive_query(expression)
 
 
+# What a grammar's ``#{...}#`` expressions may use: names, attributes, literals, ``+``, ``and``/``or``, comparisons
+# and ``x if c else y`` (ALFWorld's are like ``o.indefinite + ' ' + o.name`` and ``r.name or r.id``). No call, no
+# subscript, no private attribute: the grammar comes from a game file, and no file's content runs on the host.
+_SAFE_NODES = (ast.Expression, ast.Name, ast.Attribute, ast.Constant, ast.BinOp, ast.Add, ast.BoolOp, ast.And,
+               ast.Or, ast.UnaryOp, ast.Not, ast.IfExp, ast.Compare, ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In,
+               ast.NotIn, ast.Load)
+
+
 @functools.lru_cache(maxsize=None)
 def _compiled(expression: str) -> Any:
-    return compile(expression, "<grammar>", "eval")
+    """The grammar expression compiled, once it is known to be plain data access (see ``_SAFE_NODES``)."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise InvalidTask(f"the game's grammar has an expression that does not parse: {expression[:80]!r} "
+                          f"({type(exc).__name__})") from None
+    for node in ast.walk(tree):
+        named = getattr(node, "attr", None) or getattr(node, "id", None) or ""
+        if not isinstance(node, _SAFE_NODES) or named.startswith("_"):
+            raise InvalidTask(f"the game's grammar has an expression that is not plain data access: {expression[:80]!r} "
+                              f"(it uses {type(node).__name__} {named!r}); a grammar may only combine names, "
+                              "attributes and literals, so it is refused rather than run")
+    return compile(tree, "<grammar>", "eval")
 
 
 class GrammarDeriver:

@@ -7,7 +7,8 @@ identical unless the task sets ``float_tolerance`` (then ``math.isclose`` with i
 Stdio-form tests compare stdout after :func:`normalize_stdout` (surrounding whitespace and each line's
 trailing whitespace removed); the exit code does not count, a timeout or resource kill does.
 
-HumanEval-style tasks carry a trusted ``host_check``: its ``check(candidate)`` runs here, on the host, with
+HumanEval-style tasks name a trusted ``host_check`` shipped with rla (:mod:`rla_envs.code.tasks.host_checks`;
+a task never carries the code): its ``check(candidate)`` runs here, on the host, with
 a proxy ``candidate`` that forwards each call into a sandbox :class:`Session` and returns the decoded value.
 So an ``__eq__`` override, a printed "PASSED" or a forged exit code inside the sandbox cannot make a
 comparison succeed. The check's own assertions decide, with Python's ``==`` as in HumanEval's harness (so
@@ -25,6 +26,8 @@ from rla_envs.code.sandbox.base import Call, CallResult, Limits
 from rla_envs.code.tasks.formats import (
     FunctionTest, StdioTest, float_tolerance_of, limits_of, task_tests, validate_code_task,
 )
+from rla_envs.code.tasks.host_checks import resolve_host_check
+from rla_envs.core.errors import InvalidTask
 from rla_envs.core.task import Task, thaw
 
 __all__ = ["GradeResult", "TestOutcome", "grade", "same_value", "normalize_stdout", "stdout_matches",
@@ -294,12 +297,16 @@ def _budget_exceeded(budget_s: float) -> CallResult:
 
 
 def _grade_host_check(task: Task, program: str, sandbox, limits: Limits) -> GradeResult:
-    """Run the task's trusted check on the host against a sandboxed candidate: one test, pass or fail."""
-    check = thaw(task.spec["host_check"])
+    """Run the shipped check the task names on the host against a sandboxed candidate: one test, pass or fail."""
+    try:
+        check = resolve_host_check(thaw(task.spec["host_check"]))
+    except InvalidTask as exc:
+        raise InvalidTask(f"task {task.id}: {exc}") from None
     namespace: dict[str, Any] = {"__name__": "__rla_host_check__"}
-    exec(compile(check.get("setup") or "", f"<{task.id} setup>", "exec"), namespace)  # trusted task code
-    exec(compile(check["code"], f"<{task.id} check>", "exec"), namespace)
-    check_function = namespace[check.get("function") or "check"]
+    # Code shipped with rla or its dependencies (resolved by name above), never text from the task dict.
+    exec(compile(check.setup, f"<{task.id} setup>", "exec"), namespace)
+    exec(compile(check.code, f"<{task.id} check>", "exec"), namespace)
+    check_function = namespace[check.function]
     started = time.monotonic()
     with sandbox.session(program, limits) as session:
         candidate = _SandboxCandidate(session, task.spec["entry_point"],

@@ -29,9 +29,24 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return path
 
 
+def json_text(data: Any, **options: Any) -> str:
+    """``json.dumps(data)`` that UTF-8 can always encode: readable non-ASCII text, ``\\udXXX`` escapes when needed.
+
+    Text from a policy or an env can hold a lone surrogate (``'\\ud800'``, e.g. from ``errors="surrogateescape"``
+    decoding); ``ensure_ascii=False`` output with one cannot be written to a UTF-8 file. Such data is written
+    with ``ensure_ascii=True`` instead, which reads back as the same string.
+    """
+    text = json.dumps(data, ensure_ascii=False, **options)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True, **options)
+    return text
+
+
 def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:
-    """Write ``data`` as JSON to ``path`` atomically."""
-    return atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=1))
+    """Write ``data`` as JSON to ``path`` atomically (any string content, see :func:`json_text`)."""
+    return atomic_write_text(path, json_text(data, indent=1))
 
 
 def cache_dir(*parts: str) -> Path:

@@ -18,6 +18,12 @@ directory, which :func:`latest_checkpoint` ignores and the next save removes.
 :func:`verify_checkpoint` checks them, and :func:`latest_checkpoint` skips a checkpoint that fails (a file
 truncated, changed or deleted after the save) with a :class:`CheckpointWarning` naming it, falling back to the
 newest intact one. Checkpoints written before the manifest existed are taken as they are.
+
+Nothing in a checkpoint is unpickled as code: whoever can write ``states.pt`` can write ``meta.json`` too, so
+the manifest proves nothing about trust. ``states.pt`` and ``rng.pt`` hold only tensors and plain containers
+(NumPy values are turned into Python numbers and lists when saved, see :func:`plain_state`) and are read with
+``torch.load(weights_only=True)``; a file holding anything else (an object whose unpickling would run code) is
+refused with :class:`CorruptCheckpoint`. Model weights are read by ``from_pretrained`` (safetensors).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import re
 import shutil
 import tempfile
 import warnings
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,7 +46,7 @@ import numpy as np
 from rla_envs.core.errors import RlaError
 
 __all__ = ["save_checkpoint", "latest_checkpoint", "list_checkpoints", "verify_checkpoint", "load_meta", "load_states",
-           "capture_rng", "restore_rng", "apply_rng", "CorruptCheckpoint", "CheckpointWarning", "CHECKPOINTS_DIR"]
+           "capture_rng", "restore_rng", "apply_rng", "plain_state", "CorruptCheckpoint", "CheckpointWarning", "CHECKPOINTS_DIR"]
 
 CHECKPOINTS_DIR = "checkpoints"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
@@ -64,11 +71,45 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def capture_rng() -> dict[str, Any]:
-    """The RNG states of Python's ``random``, NumPy's global generator and torch (CPU and CUDA)."""
+def plain_state(value: Any) -> Any:
+    """``value`` with NumPy scalars and arrays turned into Python numbers and lists, recursively.
+
+    What is left is tensors and plain containers, which ``torch.load(weights_only=True)`` reads back without
+    running any code.
+    """
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if type(value) in (dict, OrderedDict):
+        return type(value)((key, plain_state(item)) for key, item in value.items())
+    if type(value) in (list, tuple):
+        return type(value)(plain_state(item) for item in value)
+    return value
+
+
+def _load_plain(path: Path) -> Any:
+    """A ``torch.save`` file of tensors and plain containers; anything else is refused, never unpickled."""
+    import pickle
+
     import torch
 
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    try:
+        return torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as error:
+        first_line = str(error).strip().splitlines()[-1][:200] if str(error).strip() else type(error).__name__
+        raise CorruptCheckpoint(
+            f"{path} holds objects other than tensors and plain containers ({first_line}); it is not unpickled, since "
+            "unpickling can run code. A checkpoint written by this rla never does: the file was written elsewhere "
+            "or by an older rla; start the run again (python -m rla_train.run --overwrite)") from None
+
+
+def capture_rng() -> dict[str, Any]:
+    """The RNG states of Python's ``random``, NumPy's global generator and torch (CPU and CUDA), as plain data."""
+    import torch
+
+    state = {"python": random.getstate(), "numpy": plain_state(np.random.get_state(legacy=False)),
+             "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["torch_cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -76,16 +117,15 @@ def capture_rng() -> dict[str, Any]:
 
 def restore_rng(checkpoint: str | os.PathLike) -> None:
     """Put back the RNG states saved in ``checkpoint`` (see :func:`capture_rng`)."""
-    import torch
-
-    apply_rng(torch.load(Path(checkpoint) / _RNG, weights_only=False))
+    apply_rng(_load_plain(Path(checkpoint) / _RNG))
 
 
 def apply_rng(state: Mapping[str, Any]) -> None:
     """Put back RNG states that :func:`capture_rng` returned."""
     import torch
 
-    random.setstate(state["python"])
+    version, internal, gauss_next = state["python"]
+    random.setstate((version, tuple(internal), gauss_next))
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
     if "torch_cuda" in state and torch.cuda.is_available():
@@ -176,8 +216,9 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, *, models: Mapping[st
     Args:
         models: ``{name: model}`` or ``{name: (model, tokenizer)}``, saved with ``save_pretrained`` into
             ``name/``.
-        states: ``{name: state}`` (optimizer and scheduler ``state_dict()``s, counters), saved together
-            with ``torch.save`` (read back with :func:`load_states`).
+        states: ``{name: state}`` (optimizer and scheduler ``state_dict()``s, counters): tensors and plain
+            containers (NumPy values become Python numbers and lists), saved together with ``torch.save`` and read
+            back by :func:`load_states` without unpickling anything else.
         pool: a ``TaskPool`` (saved with its own ``save``).
         meta: JSON-able facts (step, metrics); ``step`` is always recorded, and ``files`` (every other file's size
             and SHA-256, for :func:`verify_checkpoint`).
@@ -203,7 +244,7 @@ def save_checkpoint(run_dir: str | os.PathLike, step: int, *, models: Mapping[st
             model.save_pretrained(tmp / name)
             if tokenizer is not None:
                 tokenizer.save_pretrained(tmp / name)
-        torch.save(dict(states or {}), tmp / _STATES)
+        torch.save(plain_state(dict(states or {})), tmp / _STATES)
         torch.save(capture_rng(), tmp / _RNG)
         if pool is not None:
             pool.save(tmp / _POOL)
@@ -235,7 +276,9 @@ def load_meta(checkpoint: str | os.PathLike) -> dict[str, Any]:
 
 
 def load_states(checkpoint: str | os.PathLike) -> dict[str, Any]:
-    """The ``states`` dict saved with the checkpoint (optimizer / scheduler states, counters)."""
-    import torch
+    """The ``states`` dict saved with the checkpoint (optimizer / scheduler states, counters).
 
-    return torch.load(Path(checkpoint) / _STATES, weights_only=False)
+    Raises:
+        CorruptCheckpoint: ``states.pt`` holds something other than tensors and plain containers (not unpickled).
+    """
+    return _load_plain(Path(checkpoint) / _STATES)

@@ -229,4 +229,6 @@ def _scalar(name: str, value: Any) -> float | int | None:
 
 
 def _json_line(record: Mapping[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False) + "\n"
+    from rla_envs.core.files import json_text
+
+    return json_text(record) + "\n"  # a lone surrogate in a name or note must not lose the line

@@ -11,6 +11,12 @@ all of them, parses each completion into an action (an unparseable one still goe
 it as invalid) and steps all envs (in worker processes when ``workers > 0``). A finished episode frees
 its env slot, and the next queued episode starts there at the following turn, so the batch stays full.
 Episodes come back in input order with their prompts, completion token ids, logprobs and masks.
+
+Failures. An env that raises on the agent's action ends that episode as a lost one (``action_error`` set,
+``won`` False, the last observation repeated, the error in the step's info): it is trained on like any wrong
+answer, since anything cheaper would teach the policy to crash the env. Only a failure before any action
+(the env could not be built or reset) or of the infrastructure (its worker died) marks the episode
+``error``, which training drops. :class:`RolloutStats` counts the two apart.
 """
 
 from __future__ import annotations
@@ -42,6 +48,10 @@ class RolloutStats:
     prompts_generated: int = 0
     env_steps: int = 0
     episodes: int = 0
+    action_failures: int = 0
+    """Episodes the env failed on the agent's action: lost, and trained on."""
+    infrastructure_failures: int = 0
+    """Episodes whose env could not be built or reset: no action was taken, dropped from training."""
     generate_seconds: float = 0.0
     env_seconds: float = 0.0
     total_seconds: float = 0.0
@@ -50,6 +60,15 @@ class RolloutStats:
     def overhead_seconds(self) -> float:
         """Time spent neither generating nor in env calls (prompt building, parsing, bookkeeping)."""
         return max(0.0, self.total_seconds - self.generate_seconds - self.env_seconds)
+
+
+def _lose_on_failure(episode: Episode, action: Any, error: str) -> None:
+    """End ``episode`` as lost after the env raised on ``action``: the action counts, nothing more is earned."""
+    episode.action_error = error
+    episode.actions.append(action)
+    episode.observations.append(episode.observations[-1])  # the env said nothing new; keep the type it uses
+    episode.infos.append({"won": False, "env_error": error})
+    episode.won, episode.truncated = False, False
 
 
 class RolloutEngine(ClosesOnExit):
@@ -154,6 +173,7 @@ class RolloutEngine(ClosesOnExit):
             episode, result = episodes[index], results[slot]
             if isinstance(result, EnvFailure):
                 episode.error = f"reset failed: {result.error}"
+                self.stats.infrastructure_failures += 1
                 free.append(slot)
                 bar.update(1)
                 continue
@@ -191,9 +211,14 @@ class RolloutEngine(ClosesOnExit):
         self.stats.env_steps += len(actions)
         for slot in slots:
             episode, result = episodes[live[slot]], results[slot]
-            if isinstance(result, EnvFailure):
+            if isinstance(result, EnvFailure) and result.infrastructure:  # e.g. its worker died: not the agent's
                 episode.error = f"step {len(episode.actions)} failed: {result.error}"
                 episode.steps.pop()  # keep one step record per action taken
+                self.stats.infrastructure_failures += 1
+                done = True
+            elif isinstance(result, EnvFailure):
+                _lose_on_failure(episode, actions[slot], f"step {len(episode.actions)} failed: {result.error}")
+                self.stats.action_failures += 1
                 done = True
             else:
                 observation, reward, terminated, truncated, info = result

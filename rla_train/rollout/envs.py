@@ -32,10 +32,15 @@ class EnvWorkerError(RlaError, RuntimeError):
 
 @dataclass(frozen=True)
 class EnvFailure:
-    """An env call that raised: the exception's type and message, and the traceback."""
+    """An env call that failed: the exception's type and message, the traceback, and whose failure it is.
+
+    ``infrastructure`` is True when the env could not be built or its worker died (nothing the agent did); False
+    when the env itself raised on the call, which the rollout engine charges to the agent's action.
+    """
 
     error: str
     traceback: str = ""
+    infrastructure: bool = False
 
 
 class EnvSpec:
@@ -94,7 +99,7 @@ class EnvSlots:
                     self.envs[slot] = self.factory()
                 except Exception as error:  # noqa: BLE001
                     results[slot] = EnvFailure(f"could not build the env: {type(error).__name__}: {error}",
-                                               traceback.format_exc())
+                                               traceback.format_exc(), infrastructure=True)
                     continue
             results[slot] = _call(self.envs[slot], method, argument)
         return results

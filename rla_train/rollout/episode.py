@@ -105,7 +105,11 @@ class Episode(Trajectory):
         steps: one :class:`StepRecord` per action.
         reward: the env's summed reward (the outcome: 1.0 won, else 0.0).
         judgment_texts: the reward model's answers per step (``judgment_texts[i][j]``), when judged.
-        error: set when the env failed (the episode ended early and must not be trained on).
+        error: an infrastructure failure: the env could not be built or reset, so the episode has no action
+            and is not trained on (it is counted apart, ``RolloutStats.infrastructure_failures``).
+        action_error: the env raised on the agent's last action (e.g. a program whose output crashed the
+            grader). Such an episode is a lost one (``won`` False, nothing more earned) and is trained on and
+            counted like any other, so a crash never costs less than a wrong answer.
     """
 
     task: Task | None = None
@@ -115,6 +119,7 @@ class Episode(Trajectory):
     reward: float = 0.0
     judgment_texts: list[list[str]] | None = None
     error: str | None = None
+    action_error: str | None = None
 
     def sequence(self) -> EpisodeSequence | None:
         """The episode as one token sequence, or None when a prompt does not extend the one before.
@@ -152,7 +157,8 @@ class Episode(Trajectory):
         data = super().to_dict()
         data.update({"task": self.task.to_dict() if self.task is not None else None, "group": self.group,
                      "seed": self.seed, "steps": [s.to_dict() for s in self.steps], "reward": self.reward,
-                     "judgment_texts": self.judgment_texts, "error": self.error})
+                     "judgment_texts": self.judgment_texts, "error": self.error,
+                     "action_error": self.action_error})
         return jsonable(data)
 
     @classmethod
@@ -163,4 +169,4 @@ class Episode(Trajectory):
                    task=Task.from_dict(data["task"]) if data.get("task") else None, group=int(data.get("group", 0)),
                    seed=data.get("seed"), steps=[StepRecord.from_dict(s) for s in data.get("steps", [])],
                    reward=float(data.get("reward", 0.0)), judgment_texts=data.get("judgment_texts"),
-                   error=data.get("error"))
+                   error=data.get("error"), action_error=data.get("action_error"))

@@ -148,7 +148,8 @@ class RayEnvs(ClosesOnExit):
                 raise ValueError(f"slot {slot} is out of range 0..{self.num_slots - 1}")
             if method == "step" and slot in self._lost:  # its env died with its actor: the episode has ended
                 self._lost.discard(slot)
-                results[slot] = EnvFailure("the env's Ray actor died during this episode; a new actor replaced it")
+                results[slot] = EnvFailure("the env's Ray actor died during this episode; a new actor replaced it",
+                                           infrastructure=True)
                 continue
             self._lost.discard(slot)
             per_actor.setdefault(slot % self.workers, {})[slot] = argument
@@ -157,11 +158,13 @@ class RayEnvs(ClosesOnExit):
             try:
                 results.update(ray.get(future))
             except ray.exceptions.RayActorError as error:
-                failure = EnvFailure(f"the env's Ray actor {index} died: {type(error).__name__}", str(error))
+                failure = EnvFailure(f"the env's Ray actor {index} died: {type(error).__name__}", str(error),
+                                     infrastructure=True)
                 results.update({slot: failure for slot in per_actor[index]})
                 self._replace(index, handled=per_actor[index])
             except ray.exceptions.RayError as error:  # the call failed in the actor, which still runs
-                failure = EnvFailure(f"the env call failed on Ray actor {index}: {type(error).__name__}", str(error))
+                failure = EnvFailure(f"the env call failed on Ray actor {index}: {type(error).__name__}", str(error),
+                                     infrastructure=True)
                 results.update({slot: failure for slot in per_actor[index]})
         return results
 

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["read_records", "append_records"]
+from rla_envs.core.files import json_text
+
+__all__ = ["read_records", "append_records", "record_line"]
 
 
 def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -30,10 +32,29 @@ def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
     return [json.loads(line) for line in complete]
 
 
+def record_line(record: Mapping[str, Any]) -> str:
+    """One JSON line for ``record``, whatever its content holds.
+
+    Strings with lone surrogates are escaped (:func:`~rla_envs.core.files.json_text`), values JSON has no form for
+    are written as their ``repr``; a record that still cannot be written (nested too deep, circular) becomes
+    ``{"task_id": ..., "unwritable_record": why}``, so that the line count of the file stays one per record.
+    """
+    try:
+        return json_text(record, default=repr) + "\n"
+    except (ValueError, TypeError, RecursionError) as error:
+        task_id = record.get("task_id") if isinstance(record, Mapping) else None
+        stub = {"task_id": task_id if isinstance(task_id, str) else None,
+                "unwritable_record": f"{type(error).__name__}: {error}"[:500]}
+        return json_text(stub) + "\n"
+
+
 def append_records(path: str | os.PathLike, records: Iterable[Mapping[str, Any]]) -> None:
-    """Append one JSON line per record and fsync, so that finished work survives a crash."""
+    """Append one JSON line per record and fsync, so that finished work survives a crash.
+
+    Writing never fails on a record's content (see :func:`record_line`): the rest of the batch is always written.
+    """
+    lines = [record_line(record) for record in records]
     with open(path, "a", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        handle.write("".join(lines))
         handle.flush()
         os.fsync(handle.fileno())

@@ -148,7 +148,7 @@ class AgentContainer:
                 return self._lost("crashed", f"the sandbox container stopped ({self._logs()})")
             try:
                 reply = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError, MemoryError):  # e.g. a reply nested thousands of levels deep
                 return self._lost("no_result", "malformed reply from the sandbox agent")
             if type(reply) is not dict:
                 return self._lost("no_result", "malformed reply from the sandbox agent")

@@ -25,6 +25,20 @@ from rla_envs.code.sandbox.base import (Call, CallResult, ClosesOnExit, Limits, 
 __all__ = ["LocalSession", "WorkerHost"]
 
 _RECORD_LIMIT = 64 << 20  # bytes of records one session may send before it is cut off
+_MALFORMED = {"status": "no_result", "error": "malformed record"}
+
+
+def decode_record(line: bytes) -> dict:
+    """One record line from the sandbox as a dict; anything else (bad JSON, too deep, not an object) is malformed.
+
+    The sandboxed program can write any bytes to its record pipe, so no content may raise here: a line nested
+    100,000 deep makes ``json.loads`` raise ``RecursionError``, which a ``ValueError`` handler would not catch.
+    """
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError, MemoryError):
+        return dict(_MALFORMED)
+    return message if type(message) is dict else dict(_MALFORMED)
 _GRACE_S = 2.0  # how long to wait for a killed session's exit report
 
 
@@ -172,12 +186,7 @@ class LocalSession(ClosesOnExit):
         while b"\n" in buffer:
             line, _, rest = bytes(buffer).partition(b"\n")
             buffer[:] = rest
-            try:
-                message = json.loads(line)
-            except ValueError:
-                message = {"status": "no_result", "error": "malformed record"}
-            if type(message) is not dict:
-                message = {"status": "no_result", "error": "malformed record"}
+            message = decode_record(line)
             if name == "ctl":
                 code = message.get("exit")
                 self._monitor_exit = self.exit_code = code if type(code) is int else -signal.SIGKILL
@@ -288,7 +297,8 @@ class LocalSession(ClosesOnExit):
             except (ValueError, TypeError, RecursionError, MemoryError) as exc:
                 return CallResult("no_result", error=f"unreadable result record: {type(exc).__name__}: {exc}"[:500])
         if status in ("error", "memory", "no_result"):
-            return CallResult(status, error=str(record.get("error", ""))[:2000])
+            error = record.get("error", "")
+            return CallResult(status, error=error[:2000] if type(error) is str else "malformed error in the record")
         return CallResult("no_result", error="malformed result record")
 
     # -- stdio form --------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ A code task is a :class:`~rla_envs.core.task.Task` whose ``spec`` holds::
       "starter_code": "...",                   # optional: code the agent completes (HumanEval's prompt)
       "public_tests": [...],                   # examples the agent may see (multi-turn feedback)
       "hidden_tests": [...],                   # what the reward is computed on
-      "host_check": {"setup": "...", "code": "...", "function": "check"},   # optional, see below
+      "host_check": {"source": "humaneval", "task_id": "HumanEval/0"},   # optional, see below
       "reference_solution": "..." | null,      # a full program that passes every test
       "limits": {"timeout_s": 3.0, "memory_mb": 1024},
       "float_tolerance": null | {"rel": 1e-9, "abs": 1e-9}
@@ -20,10 +20,12 @@ literals (``repr`` text read back by :func:`decode_value`, which evaluates nothi
 int key from a str key or a set from a list, and exact-type grading needs all of those. ``args`` is a tuple
 (or list) of positional arguments. A stdio test is ``{"stdin": "...", "stdout": "..."}``.
 
-Host check. HumanEval-style tasks carry trusted test code instead of (or besides) hidden tests:
-``setup`` (helper definitions, e.g. HumanEval's prompt) and ``code`` (defining ``function``, default
-``check``) are executed **on the host**, and ``check(candidate)`` is called with a proxy that forwards each
-call into the sandbox; it passes when it returns without raising. Expected values never enter the sandbox.
+Host check. HumanEval-style tasks are graded by a trusted ``check(candidate)`` instead of (or besides)
+hidden tests. The task only **names** a check shipped with rla or its dependencies (``source`` and
+``task_id``, see :mod:`rla_envs.code.tasks.host_checks`); its code is looked up there, executed on the host,
+and called with a proxy that forwards each call into the sandbox; it passes when it returns without
+raising. A ``host_check`` that carries code (``code``, ``setup``, ``function``) is refused: nothing from a
+task's data runs on the host. Expected values never enter the sandbox.
 
 Float tolerance. Values are compared with exact types (see :mod:`rla_envs.code.grading`); floats are equal
 only when identical, unless the spec sets ``float_tolerance`` — then ``math.isclose(got, expected,
@@ -213,20 +215,9 @@ def validate_code_task(task: Task) -> None:
 def _validate_host_check(check: Any) -> None:
     if check is None:
         return
-    if not isinstance(check, Mapping) or not isinstance(check.get("code"), str):
-        raise InvalidTask("'host_check' must be {\"code\": str, \"setup\": str (optional), "
-                          "\"function\": str (optional, default 'check')}")
-    unknown = set(check) - {"code", "setup", "function"}
-    if unknown:
-        raise InvalidTask(f"'host_check' has unknown keys {sorted(unknown)}")
-    for key in ("setup", "function"):
-        if check.get(key) is not None and not isinstance(check[key], str):
-            raise InvalidTask(f"'host_check.{key}' must be a string")
-    try:
-        compile(check.get("setup") or "", "<host_check setup>", "exec")
-        compile(check["code"], "<host_check>", "exec")
-    except SyntaxError as exc:
-        raise InvalidTask(f"'host_check' does not compile: {exc}") from None
+    from rla_envs.code.tasks.host_checks import resolve_host_check
+
+    resolve_host_check(check)  # refuses code; looks the named check up (nothing is executed)
 
 
 def _validate_limits(limits: Any) -> None:

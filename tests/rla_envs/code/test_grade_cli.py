@@ -109,3 +109,14 @@ def test_docker_backend_names_what_is_missing(capsys, tmp_path):
     status, result, err = _grade(capsys, "--task", "bundled:fizzbuzz", "--solution", str(solution),
                                  "--backend", "docker")
     assert (status, result) == (2, None) and "docker backend" in err and "local" in err
+
+
+@needs_confinement
+def test_a_program_writing_a_100000_deep_record_scores_0_without_a_traceback(capsys, tmp_path):
+    from rla_envs.code.tasks import load_task
+
+    reference = load_task("bundled:digit_sum").spec["reference_solution"]
+    solution = tmp_path / "deep.py"
+    solution.write_text("import os\nos.write(4, b'[' * 100000 + b']' * 100000 + b'\\n')\n" + reference)
+    status, result, err = _grade(capsys, "--task", "bundled:digit_sum", "--solution", str(solution))
+    assert status == 0 and result["reward"] < 1.0 and "Traceback" not in err

@@ -10,7 +10,11 @@ import pytest
 from rla_envs.code.grading import grade
 from rla_envs.code.sandbox.base import CallResult
 from rla_envs.code.tasks import function_task, task_tests
-from rla_envs.code.tasks.humaneval import docstring_examples, humaneval_data_path, humaneval_task, humaneval_tasks
+from rla_envs.code.tasks import host_checks
+from rla_envs.code.tasks.host_checks import HostCheck
+from rla_envs.code.tasks.humaneval import (
+    docstring_examples, humaneval_check, humaneval_data_path, humaneval_task, humaneval_tasks,
+)
 from rla_envs.core.errors import MissingDependency, TaskNotFound
 from rla_envs.core.task import Task
 from tests.rla_envs.code.test_grading import FakeSandbox, make_real_sandbox
@@ -34,7 +38,9 @@ def test_loads_all_164_with_their_checks():
     assert [t.id for t in tasks][:2] == ["humaneval:HumanEval/0", "humaneval:HumanEval/1"]
     task = humaneval_task("humaneval:HumanEval/12")
     assert humaneval_task("12") == humaneval_task("HumanEval/12") == task
-    assert task.spec["entry_point"] == "longest" and "def check(candidate)" in task.spec["host_check"]["code"]
+    assert task.spec["entry_point"] == "longest"
+    assert task.spec["host_check"] == {"source": "humaneval", "task_id": "HumanEval/12"}  # a name, no code
+    assert "def check(candidate)" in humaneval_check("HumanEval/12").code
     assert task.spec["reference_solution"].startswith(task.spec["starter_code"])
     assert task.spec["hidden_tests"] == () and "longest" in task.instruction
     assert Task.from_json(task.to_json()) == task
@@ -83,14 +89,22 @@ class _SessionSandbox:
         return self.session_obj
 
 
-def _check_task(code: str) -> Task:
-    return function_task(statement="s", entry_point="f", hidden=[((0,), 0)]).derive(
-        instruction="s", origin="mutated",
-        spec={"form": "function", "entry_point": "f", "hidden_tests": [],
-              "host_check": {"code": code, "setup": ""}})
+@pytest.fixture
+def _check_task(monkeypatch):
+    """Make a task graded by ``code``: registered, from this Python test, as check source ``"test"``."""
+    checks: dict[str, str] = {}
+    monkeypatch.setitem(host_checks._SOURCES, "test", lambda name: HostCheck(code=checks[name]))
+
+    def make(code: str) -> Task:
+        checks[str(len(checks))] = code
+        return function_task(statement="s", entry_point="f", hidden=[((0,), 0)]).derive(
+            instruction="s", origin="mutated",
+            spec={"form": "function", "entry_point": "f", "hidden_tests": [],
+                  "host_check": {"source": "test", "task_id": str(len(checks) - 1)}})
+    return make
 
 
-def test_host_check_sends_only_arguments_and_cannot_swallow_failures():
+def test_host_check_sends_only_arguments_and_cannot_swallow_failures(_check_task):
     task = _check_task("def check(candidate):\n    assert candidate(2, [3]) == 5\n")
     ok = _SessionSandbox(lambda call: CallResult(status="ok", value=5))
     assert grade(task, "prog", ok).reward == 1.0

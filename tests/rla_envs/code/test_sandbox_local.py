@@ -438,3 +438,19 @@ def test_a_dead_fork_server_gives_a_clear_error_not_a_hang():
     finally:
         sandbox.close()
     assert live_processes_of(range(sandbox.uid_base, sandbox.uid_base + 1)) == []
+
+
+DEEP_RECORD = "import os\nos.write(4, b'[' * 100000 + b']' * 100000 + b'\\n')\ndef f():\n    return 1\n"
+"""A program that writes a record line nested 100,000 deep (json.loads raises RecursionError on it)."""
+
+
+def test_a_record_nested_100000_deep_is_a_failed_call_not_an_exception(box):
+    from rla_envs.code.sandbox.session import decode_record
+
+    assert decode_record(b"[" * 100000 + b"]" * 100000)["status"] == "no_result"
+    assert decode_record(b'{"status": "ok"}') == {"status": "ok"}
+    assert decode_record(b"\xff[1]")["status"] == decode_record(b"[1]")["status"] == "no_result"
+    results = box.run(DEEP_RECORD, [Call(function="f"), Call(function="f")], FAST)
+    assert [r.status for r in results][0] == "no_result" and all(r.status != "ok" or r.value == 1 for r in results)
+    with box.session(DEEP_RECORD, FAST) as session:
+        assert session.call(Call(function="f")).status in ("no_result", "ok")

@@ -244,3 +244,13 @@ def test_evaluation_panel_draws_each_round_with_its_interval_and_counts():
     draw_evaluations(empty, None)
     assert not empty.patches and "no evaluation" in empty.texts[0].get_text()
     plt.close(figure)
+
+
+def test_a_lone_surrogate_in_a_summary_is_written_and_read_back(tmp_path):
+    from rla_envs.core.files import atomic_write_json
+
+    atomic_write_json(tmp_path / "summary.json", {"error": "ValueError: \ud800", "name": "café"})
+    assert json.loads((tmp_path / "summary.json").read_text(encoding="utf-8")) == \
+        {"error": "ValueError: \ud800", "name": "café"}
+    atomic_write_json(tmp_path / "other.json", {"name": "café"})
+    assert "café" in (tmp_path / "other.json").read_text(encoding="utf-8")  # text UTF-8 can hold stays readable

@@ -141,12 +141,16 @@ def test_stdio_tests_and_storage_dicts_run_too(sandbox):
     assert run_tests(task, [], written, sandbox).shape == (0, 2)
 
 
-def test_host_check_tasks_run_generated_tests_and_grade_correctness_on_the_check(sandbox):
+def test_host_check_tasks_run_generated_tests_and_grade_correctness_on_the_check(sandbox, monkeypatch):
     """A HumanEval-style task (host check, no listed tests): generated tests still run."""
+    from rla_envs.code.tasks import host_checks
+
+    monkeypatch.setitem(host_checks._SOURCES, "test", lambda name: host_checks.HostCheck(
+        code="def check(candidate):\n    assert candidate(123) == 6\n"))
     base = bundled_task("digit_sum")
     spec = dict(thaw(base.spec))
     spec["hidden_tests"] = []
-    spec["host_check"] = {"code": "def check(candidate):\n    assert candidate(123) == 6\n"}
+    spec["host_check"] = {"source": "test", "task_id": "digit_sum"}
     task = Task(family="code", instruction=base.instruction, spec=spec)
     tests = parse_tests(task, fenced([{"args": [99], "expected": 18}, {"args": [0], "expected": 0}]))
     reference = base.spec["reference_solution"]

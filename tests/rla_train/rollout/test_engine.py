@@ -85,9 +85,13 @@ def test_an_env_that_raises_ends_only_its_episode(alfworld_tasks):
     with RolloutEngine(lambda: FlakyEnv(bad), TextGameAgent(), ScriptedBackend(first_admissible),
                        num_envs=3, progress=False) as engine:
         episodes = engine.run(alfworld_tasks[:3])
-    assert episodes[1].error.startswith("step 2 failed: RuntimeError: the game engine fell over")
-    assert len(episodes[1].steps) == len(episodes[1].actions) == 2
+    # The env raised on the agent's third action: a lost episode that counts (trained on), not a dropped one.
+    assert episodes[1].action_error.startswith("step 2 failed: RuntimeError: the game engine fell over")
+    assert episodes[1].error is None and not episodes[1].won
+    assert len(episodes[1].steps) == len(episodes[1].actions) == 3 == len(episodes[1].observations) - 1
+    assert episodes[1].infos[-1]["env_error"] == episodes[1].action_error
     assert episodes[0].error is None and episodes[2].error is None and episodes[0].num_steps == 5
+    assert (engine.stats.action_failures, engine.stats.infrastructure_failures) == (1, 0)
 
 
 def test_code_env_wins_with_reference_programs():
@@ -141,3 +145,36 @@ def test_sample_tasks_and_bad_arguments():
         RolloutEngine("rla/Code-v0", backend=None)
     with pytest.raises(ValueError, match="num_envs"):
         RolloutEngine("rla/Code-v0", backend=ScriptedBackend(["x"]), num_envs=0)
+
+
+class CrashesOnMarker(gym.Wrapper):
+    """The Code env, whose step raises (as a grader choking on the program's output would) on a marked action."""
+
+    def __init__(self):
+        import rla_envs  # noqa: F401
+
+        super().__init__(gym.make("rla/Code-v0", disable_env_checker=True))
+
+    def step(self, action):
+        if "CRASH" in action:
+            raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
+        return self.env.step(action)
+
+
+def test_a_crash_by_the_agents_action_is_trained_on_as_a_wrong_answer():
+    from rla_train.agents import make_agent
+    from rla_train.signals.samples import RewardSpec, policy_samples
+
+    task = bundled_tasks(1)[0]
+    right = f"```python\n{task.spec['reference_solution'].rstrip()}\n```"
+    answers = iter([right, right, "```python\nprint('wrong')\n```", "```python\n# CRASH\n```"])
+    with RolloutEngine(CrashesOnMarker, make_agent("rla/Code-v0"), ScriptedBackend(lambda prompt: next(answers)),
+                       num_envs=4, progress=False, sampling=SamplingParams(max_new_tokens=4096)) as engine:
+        group = engine.run([task], group_size=4)
+    assert [e.won for e in group] == [True, True, False, False]
+    samples, _ = policy_samples([group], RewardSpec(use_judgments=False))
+    # outcomes +1, +1, -1, -1: mean 0, std 1, so advantages +1, +1, -1, -1. Dropping the crash would give
+    # .707, .707, -1.414 (the wrong answer alone) and the crash nothing: crashing would pay.
+    assert [round(s.advantage, 3) for s in samples] == [1.0, 1.0, -1.0, -1.0]
+    assert group[3].action_error.startswith("step 0 failed: RecursionError") and group[3].error is None
+    assert (engine.stats.action_failures, engine.stats.infrastructure_failures) == (1, 0)

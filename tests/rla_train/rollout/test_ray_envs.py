@@ -96,9 +96,11 @@ def test_a_crashed_actor_ends_only_its_episodes_and_is_replaced(cluster, tw_task
         # slot 1 lives in actor 1 with slot 3; its crash ends slot 1's episode now and slot 3's on its next step
         stepped = envs.step_many({0: "look", 1: "crash"})
         assert isinstance(stepped[1], EnvFailure) and "actor 1 died" in stepped[1].error
+        assert stepped[1].infrastructure  # not the agent's doing: dropped from training, counted apart
         assert not isinstance(stepped[0], EnvFailure) and envs.replaced == 1
         after = envs.step_many({0: "look", 2: "look", 3: "look"})
         assert isinstance(after[3], EnvFailure) and "died during this episode" in after[3].error
+        assert after[3].infrastructure
         assert not isinstance(after[0], EnvFailure) and not isinstance(after[2], EnvFailure)
         # the replacement actor builds its envs again: slots 1 and 3 play a new episode as before
         again = envs.reset_many({1: (task, 1), 3: (task, 3)})
