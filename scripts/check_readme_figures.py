@@ -9,6 +9,7 @@ README has no such block).
 
 from __future__ import annotations
 
+import difflib
 import sys
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def differences(quoted: list[str], printed: list[str]) -> list[str]:
         try:
             position = printed.index(line, position) + 1
         except ValueError:
-            close = [p for p in printed if p.split()[:3] == line.split()[:3]]
+            close = difflib.get_close_matches(line, printed, n=1, cutoff=0.6)
             missing.append(f"README: {line!r}\n   run: {close[0]!r}" if close else f"README: {line!r}\n   run: (no such line)")
     return missing
 
