@@ -376,11 +376,32 @@ class SampleTrainer(GRPOTrainer):
         logps, entropies = torch.stack(logps).unsqueeze(1), torch.stack(entropies).unsqueeze(1).detach()
         return logps, entropies, None
 
+    def _micro_batch_weights(self, batches) -> list[float]:
+        """Each micro-batch's loss factor, so that one optimizer step weighs every row (or token) alike.
+
+        TRL's row-mean losses (:data:`ROW_MEAN_LOSSES`) average over a micro-batch's rows and divide by the number
+        of micro-batches, so 10 rows in micro-batches of 8 and 2 gave each of the last 2 rows 8/2 = 4 times the
+        weight of the others; ``bnpo`` does the same with tokens. The factor ``real rows of the micro-batch x
+        micro-batches / real rows of the step`` (tokens for bnpo) makes the accumulated loss the mean over all the
+        step's rows, however they are split. Token-normalised losses (dapo, ...) already divide by the step's
+        tokens: factor 1. Padding micro-batches get 0 (their loss is zeroed anyway).
+        """
+        real = [batch for batch in batches if PADDING not in batch]
+        if self.loss_type in ROW_MEAN_LOSSES:
+            sizes = [float((batch["completion_mask"].sum(1) > 0).sum()) for batch in real]
+        elif self.loss_type == "bnpo":
+            sizes = [float(batch["completion_mask"].sum()) for batch in real]
+        else:
+            return [1.0] * len(batches)
+        total = sum(sizes)
+        weights = iter(size * len(real) / total if total else 1.0 for size in sizes)
+        return [0.0 if PADDING in batch else next(weights) for batch in batches]
+
     def _optimizer_step(self, batches) -> dict[str, float]:
         """Accumulate the GRPO loss over the micro-batches, clip, step the optimizer and the schedule."""
         loss_total, tokens = 0.0, 0
         self.current_gradient_accumulation_steps = max(1, sum(PADDING not in batch for batch in batches))
-        for batch in batches:
+        for batch, weight in zip(batches, self._micro_batch_weights(batches)):
             self._choice_rows = batch.get("choice_rows")
             try:
                 with self.compute_loss_context_manager():
@@ -390,7 +411,7 @@ class SampleTrainer(GRPOTrainer):
             if PADDING in batch:  # the backward pass still runs: DDP all-reduces gradients in it
                 loss = loss * 0.0
             else:
-                loss = loss * batch.get(ROW_SCALE, 1.0)
+                loss = loss * batch.get(ROW_SCALE, 1.0) * weight
                 tokens += int(batch["completion_mask"].sum())
                 loss_total += float(loss.detach())
             self.accelerator.backward(loss)
