@@ -13,7 +13,8 @@ what it answered, advantage = that step's advantage) or one per reward-model jud
 Every sample's advantage applies to each token of its completion; prompt tokens (which hold the env's
 observations) are never in the loss. With ``choice_logprob=True`` (choice policies, which pick one of the
 admissible commands by likelihood, :class:`~rla_train.backends.choice.ChoiceBackend`) the log-probability in TRL's
-loss is instead the choice's: ``log softmax_j(log p(candidate_j | prompt))`` at the chosen candidate, one
+loss is instead the choice's: ``log softmax_j(log p(candidate_j | prompt) / T)`` at the chosen candidate (``T`` =
+``args.temperature``, the temperature the choice was sampled at), one
 "token" per sample, so the gradient goes to what tells the chosen command from the other admissible ones
 rather than to the tokens they share. Samples with a zero advantage carry no gradient in GRPO and are
 dropped before the forward pass. Micro-batches of ``per_device_train_batch_size`` accumulate into one
@@ -361,7 +362,11 @@ class SampleTrainer(GRPOTrainer):
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args,
                                            **kwargs):
-        """TRL's per-token log-probabilities, or with ``choice_logprob`` the choice's (one per sample)."""
+        """TRL's per-token log-probabilities, or with ``choice_logprob`` the choice's (one per sample).
+
+        Both are of the distribution the samples were drawn from at ``args.temperature`` (TRL divides the logits by
+        it; the choice's is ``log softmax(scores / T)``), so the clipped ratio compares like with like.
+        """
         if self._choice_rows is None:
             return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
                                                               *args, **kwargs)
@@ -369,7 +374,8 @@ class SampleTrainer(GRPOTrainer):
         scores = self._scorer.packed_token_logprobs([p for p, _, _ in rows], [c for _, c, _ in rows])
         logps, entropies = [], []
         for (_, _, chosen), candidates in zip(rows, scores):
-            logits = torch.stack([c.sum() for c in candidates])
+            # the distribution the choice was sampled from: softmax(scores / T) (ChoiceBackend, VerdictChoiceBackend)
+            logits = torch.stack([c.sum() for c in candidates]) / self.temperature
             log_probs = torch.log_softmax(logits, dim=0)
             logps.append(log_probs[chosen])
             entropies.append(-(log_probs.exp() * log_probs).sum())

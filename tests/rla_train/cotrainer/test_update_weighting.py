@@ -58,3 +58,69 @@ def test_a_partial_last_micro_batch_weighs_its_rows_as_the_others(tiny_model_pat
     # the split's rounding (TRL computes log-probabilities in float32) stays near 1e-7 of the gradient's norm; the
     # old weighting was off by ~1e-1
     assert float((a - b).norm() / b.norm()) < 1e-5
+
+
+def choice_trainer(path, tmp_path, temperature):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    args = GRPOConfig(output_dir=str(tmp_path), learning_rate=1e-3, per_device_train_batch_size=4, num_generations=2,
+                      use_cpu=True, report_to="none", bf16=False, max_completion_length=8, beta=0.0,
+                      temperature=temperature)
+    return SampleTrainer(AutoModelForCausalLM.from_pretrained(path), tokenizer, args, total_steps=3,
+                         choice_logprob=True), tokenizer
+
+
+def trained_probability(trainer, sample: Sample) -> float:
+    """exp of the log-probability the trainer's clipped ratio uses for ``sample`` (its choice, no gradient)."""
+    (batch,) = trainer._micro_batches([sample])
+    return float(trainer._logps(trainer.model, batch).exp())
+
+
+@pytest.mark.parametrize("temperature", [0.5, 3.0])
+def test_a_choice_policy_trains_the_distribution_it_sampled_from(tiny_model_path, tmp_path, temperature):
+    # the choice is drawn from softmax(scores / T); the ratio's log-probability was log softmax(scores) (T = 1)
+    from rla_train.backends.base import SamplingParams
+    from rla_train.backends.choice import ChoiceBackend
+    from rla_train.backends.hf import TransformersBackend
+
+    trainer, tokenizer = choice_trainer(tiny_model_path, tmp_path, temperature)
+    backend = ChoiceBackend(TransformersBackend(trainer.model, tokenizer))
+    chat = [{"role": "user", "content": "You are in a kitchen. Your task is to put an apple in the fridge."}]
+    commands = ["go to fridge 1", "go to shelf 1", "go to table 1"]  # alike, so that no choice is near-certain
+    (generation,) = backend.choose([chat], [commands], sampling=SamplingParams(temperature=temperature, seed=0))
+    choice, picked = backend.last_choices[0], generation.samples[0]
+    sampled = choice.probabilities[commands.index(picked.text)]
+    sample = Sample(generation.prompt_ids, picked.token_ids, 1.0, alternatives=picked.alternatives)
+    assert trained_probability(trainer, sample) == pytest.approx(sampled, rel=1e-5)
+    assert abs(sampled - 1 / 3) > 1e-3  # the scores differ, so the temperature matters
+
+
+def test_a_choice_judge_trains_the_verdict_distribution_it_sampled_from(tiny_model_path, tmp_path):
+    from rla_train.backends.base import SamplingParams
+    from rla_train.backends.choice import ChoiceBackend
+    from rla_train.backends.hf import TransformersBackend
+    from rla_train.reward_model.verdicts import VerdictChoiceBackend
+
+    trainer, tokenizer = choice_trainer(tiny_model_path, tmp_path, 4.0)
+    judge = VerdictChoiceBackend(ChoiceBackend(TransformersBackend(trainer.model, tokenizer)))
+    chat = [{"role": "user", "content": "Was the step 'go to fridge 1' good?"}]
+    (generation,) = judge.generate([chat], n=1, sampling=SamplingParams(temperature=4.0, seed=0))
+    vote = generation.samples[0]
+    good = vote.token_ids == vote.alternatives[0]
+    sampled = generation.good_probability if good else 1 - generation.good_probability
+    sample = Sample(generation.prompt_ids, vote.token_ids, 1.0, alternatives=vote.alternatives)
+    assert trained_probability(trainer, sample) == pytest.approx(sampled, rel=1e-5)
+
+
+def test_the_policy_trainer_of_a_choice_policy_takes_the_rollout_temperature(tiny_model_path, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rla_train.config import load_config
+    from rla_train.cotrainer.components import _policy_trainer
+
+    config = load_config(None, ["policy.temperature=0.5", "policy.action_mode=choice"], check_hardware=False)
+    trainer = _policy_trainer(config, tmp_path, AutoModelForCausalLM.from_pretrained(tiny_model_path),
+                              AutoTokenizer.from_pretrained(tiny_model_path))
+    assert trainer.temperature == 0.5 and trainer.choice_logprob
