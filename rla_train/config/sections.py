@@ -151,7 +151,9 @@ class RewardModelConfig(Section):
                                            "gradient_checkpointing)")
     trl_args: dict[str, Any] = setting({}, "more trl.GRPOConfig fields for the reward model's trainer, passed as they "
                                        "are (those the config names are refused: set them where they live)")
-    updates_per_step: int = setting(1, "reward-model optimizer steps per training step", ge=1)
+    updates_per_step: int = setting(1, "passes of reward-model updates over each training step's judgments, each "
+                                    "num_iterations x mini_batches optimizer steps, all clipped against the judge that "
+                                    "voted (0 = the reward model judges but is not trained)", ge=0)
     task_filter_low: float = setting(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
     task_filter_high: float = setting(0.8, "... and <= this (rla_train.signals.rewards.reward_model_task_filter)", ge=0, le=1)
     max_completion_length: int = setting(32, "most tokens per judgment (reasoning + \\boxed{±1})", alias="max_new_tokens",

@@ -126,9 +126,10 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[s
     if parts.rm_trainer is not None:                                                              # 6
         rm_samples, rm_stats = reward_model_samples(groups, generations, spec, low=config.reward_model.task_filter_low,
                                                     high=config.reward_model.task_filter_high)
-        for _ in range(config.reward_model.updates_per_step):
-            rm = parts.rm_trainer.update(rm_samples)
-        local.update({f"rm_{k}": v for k, v in rm.items() if not k.startswith("trl/")})
+        if config.reward_model.updates_per_step:  # 0: judged with, not trained
+            # one call: every pass's clipped ratio is against the judge that gave the votes
+            rm = parts.rm_trainer.update(rm_samples, passes=config.reward_model.updates_per_step)
+            local.update({f"rm_{k}": v for k, v in rm.items() if not k.startswith("trl/")})
         local["rm_judgments"] = rm_stats["judgments"]
         local["rm_groups_filtered"] = rm_stats["groups_filtered"]
     local.update(zero_advantage_fraction=stats["zero_advantage_fraction"], groups_filtered=stats["groups_filtered"])

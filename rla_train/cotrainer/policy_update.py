@@ -170,13 +170,17 @@ class SampleTrainer(GRPOTrainer):
         """Inputs arrive generated and scored: nothing to generate here."""
         return inputs
 
-    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """``num_iterations`` passes over ``samples`` (zero-advantage ones dropped), ``mini_batches`` optimizer
-        steps each; returns the metrics of the last step.
+    def update(self, samples: Sequence[Sample], *, passes: int = 1) -> dict[str, float]:
+        """``passes x num_iterations`` passes over ``samples`` (zero-advantage ones dropped), ``mini_batches``
+        optimizer steps each; returns the metrics of the last step.
 
-        With more than one optimizer step, the log-probabilities before the first are the ``old`` ones of
-        the clipped ratio, as in TRL's own multi-iteration GRPO.
+        With more than one optimizer step, the log-probabilities before the first (those of the policy that
+        sampled them) are the ``old`` ones of the clipped ratio of every step, as in TRL's own multi-iteration
+        GRPO: later steps are clipped. ``passes`` (e.g. ``reward_model.updates_per_step``) is how to take more
+        steps on the same samples; calling :meth:`update` again would restart the ratio at 1 (no trust region).
         """
+        if type(passes) is not int or passes < 1:
+            raise ValueError(f"passes must be an int >= 1 (optimisation passes over the samples), got {passes!r}")
         kept = [s for s in samples if s.advantage != 0 and s.completion_ids]
         metrics = {"samples": float(len(kept)), "dropped_zero_advantage": float(len(samples) - len(kept))}
         ranks = Ranks(self.accelerator.num_processes, self.accelerator.process_index)
@@ -193,13 +197,14 @@ class SampleTrainer(GRPOTrainer):
         else:
             steps = [self._micro_batches(kept[a:b]) for a, b in zip(bounds, bounds[1:])]
         self.model.train()
-        if (self.num_iterations * len(steps) > 1 or (self.beta and self.kl_reference == "pre_update")
+        iterations = self.num_iterations * passes
+        if (iterations * len(steps) > 1 or (self.beta and self.kl_reference == "pre_update")
                 or self.corrects_sampling):
             self._store_old_logps([batch for batches in steps for batch in batches])
         if self.beta and self.kl_reference == "initial":
             self._store_ref_logps([batch for batches in steps for batch in batches])
         step = {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
-        for _ in range(self.num_iterations):
+        for _ in range(iterations):
             for batches in steps:
                 result = self._optimizer_step(batches)
                 if any(PADDING not in batch for batch in batches):  # a step of padding alone reports nothing
@@ -207,7 +212,7 @@ class SampleTrainer(GRPOTrainer):
         self.sync_generation_weights()
         trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
         self._metrics["train"].clear()
-        return {**metrics, **step, "optimizer_steps": float(self.num_iterations * len(steps)),
+        return {**metrics, **step, "optimizer_steps": float(iterations * len(steps)),
                 "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
                 **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
 

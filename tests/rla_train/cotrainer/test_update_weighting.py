@@ -124,3 +124,16 @@ def test_the_policy_trainer_of_a_choice_policy_takes_the_rollout_temperature(tin
     trainer = _policy_trainer(config, tmp_path, AutoModelForCausalLM.from_pretrained(tiny_model_path),
                               AutoTokenizer.from_pretrained(tiny_model_path))
     assert trainer.temperature == 0.5 and trainer.choice_logprob
+
+
+def test_several_passes_clip_against_the_policy_that_sampled(tiny_model_path, tmp_path):
+    trainer, tokenizer = make_trainer(tiny_model_path, tmp_path, epsilon=0.001, learning_rate=1e-2,
+                                      loss_type="grpo")
+    samples = ten_samples(tokenizer)
+    again = [trainer.update(samples)["trl/clip_ratio/region_mean"] for _ in range(2)]
+    assert again == [0.0, 0.0]  # a second update() restarts the ratio at 1: nothing is ever clipped
+    both = trainer.update(samples, passes=2)
+    # the second pass's ratio is against the log-probabilities from before the first: it moved, and is clipped
+    assert both["optimizer_steps"] == 2 and both["trl/clip_ratio/region_mean"] > 0
+    with pytest.raises(ValueError, match="passes must be an int >= 1"):
+        trainer.update(samples, passes=0)
