@@ -89,7 +89,10 @@ ROW_SCALE = "row_scale"
 ROW_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
 """TRL loss types that average over a micro-batch's rows (padding rows would dilute them; the others count tokens)."""
 
-NOT_LOSS_INPUTS = ("choice_rows", "sampler_logprobs", PADDING, ROW_SCALE)
+CHOICE_BEFORE = "choice_before"
+"""The key under which a choice batch keeps its rows' choice distributions from before the update (for the metrics)."""
+
+NOT_LOSS_INPUTS = ("choice_rows", "sampler_logprobs", PADDING, ROW_SCALE, CHOICE_BEFORE)
 """Batch keys kept for SampleTrainer's own use and left out of what TRL's loss receives."""
 
 
@@ -162,6 +165,7 @@ class SampleTrainer(GRPOTrainer):
         self.model_wrapped = self.model
         self.choice_logprob = bool(choice_logprob)
         self._choice_rows = None  # the current micro-batch's (prompt ids, candidate ids, chosen index)
+        self._last_choice_log_probs: list[list[float]] = []  # its rows' choice distributions (log), last computed
         if self.choice_logprob:
             self._scorer = ChoiceBackend(TransformersBackend(self.accelerator.unwrap_model(self.model), tokenizer),
                                          method="packed")
@@ -178,6 +182,10 @@ class SampleTrainer(GRPOTrainer):
         sampled them) are the ``old`` ones of the clipped ratio of every step, as in TRL's own multi-iteration
         GRPO: later steps are clipped. ``passes`` (e.g. ``reward_model.updates_per_step``) is how to take more
         steps on the same samples; calling :meth:`update` again would restart the ratio at 1 (no trust region).
+
+        With ``choice_logprob`` the metrics also say how far the whole update moved the choice distributions of
+        the samples' states (one more forward pass, no gradient): ``choice_kl``, ``chosen_prob_change``,
+        ``chosen_prob_change_pos_adv`` and ``chosen_prob_change_neg_adv`` (see :meth:`_choice_shift`).
         """
         if type(passes) is not int or passes < 1:
             raise ValueError(f"passes must be an int >= 1 (optimisation passes over the samples), got {passes!r}")
@@ -203,12 +211,16 @@ class SampleTrainer(GRPOTrainer):
             self._store_old_logps([batch for batches in steps for batch in batches])
         if self.beta and self.kl_reference == "initial":
             self._store_ref_logps([batch for batches in steps for batch in batches])
+        all_batches = [batch for batches in steps for batch in batches]
+        before = self._choice_snapshot(all_batches, stored=True) if self.choice_logprob else None
         step = {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
         for _ in range(iterations):
             for batches in steps:
                 result = self._optimizer_step(batches)
                 if any(PADDING not in batch for batch in batches):  # a step of padding alone reports nothing
                     step = result
+        if before is not None:
+            metrics.update(self._choice_shift(all_batches, before))
         self.sync_generation_weights()
         trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
         self._metrics["train"].clear()
@@ -308,10 +320,51 @@ class SampleTrainer(GRPOTrainer):
         finally:
             self._choice_rows = None
 
+    def _choice_snapshot(self, batches, *, stored: bool = False) -> list[list[list[float]]]:
+        """Each real row's choice distribution (log-probabilities over its candidates) under the current weights.
+
+        ``stored``: take the ones :meth:`_store_old_logps` kept when it ran (the same weights), else score again.
+        """
+        snapshot = []
+        for batch in batches:
+            if not (stored and CHOICE_BEFORE in batch):
+                self._logps(self.model, batch)
+                batch[CHOICE_BEFORE] = self._last_choice_log_probs
+            snapshot.append(batch.pop(CHOICE_BEFORE))
+        return snapshot
+
+    def _choice_shift(self, batches, before) -> dict[str, float]:
+        """How far this update moved the choice distributions of its batch's states (:mod:`rla_train.signals.policy_shift`):
+        ``choice_kl`` (mean KL(before || after), nats), ``chosen_prob_change`` and its ``_pos_adv`` / ``_neg_adv``
+        split by the sign of the sample's advantage (a group without a sample is left out)."""
+        from rla_train.signals.policy_shift import chosen_probability_change, mean_choice_kl
+
+        after = self._choice_snapshot(batches)
+        rows_before, rows_after, chosen_before, chosen_after, advantages = [], [], [], [], []
+        for batch, old, new in zip(batches, before, after):
+            if PADDING in batch:
+                continue
+            real = (batch["completion_mask"].sum(1) > 0).tolist()
+            for row, (keep, (_, _, chosen)) in enumerate(zip(real, batch["choice_rows"])):
+                if keep:
+                    rows_before.append(old[row])
+                    rows_after.append(new[row])
+                    chosen_before.append(old[row][chosen])
+                    chosen_after.append(new[row][chosen])
+                    advantages.append(float(batch["advantages"][row]))
+        kl = mean_choice_kl(rows_before, rows_after)
+        change = chosen_probability_change(chosen_before, chosen_after, advantages)
+        values = {"choice_kl": kl, "chosen_prob_change": change["all"],
+                  "chosen_prob_change_pos_adv": change["positive_advantage"],
+                  "chosen_prob_change_neg_adv": change["negative_advantage"]}
+        return {k: float(v) for k, v in values.items() if v is not None}
+
     def _store_old_logps(self, batches) -> None:
         """Keep the pre-update log-probabilities (the clipped ratio's old policy; the pre_update KL's reference)."""
         for batch in batches:
             batch["old_per_token_logps"] = self._logps(self.model, batch)
+            if self.choice_logprob:
+                batch[CHOICE_BEFORE] = self._last_choice_log_probs
             if self.beta and self.kl_reference == "pre_update":
                 batch["ref_per_token_logps"] = batch["old_per_token_logps"]
             if self.corrects_sampling:
@@ -377,13 +430,15 @@ class SampleTrainer(GRPOTrainer):
                                                               *args, **kwargs)
         rows = self._choice_rows
         scores = self._scorer.packed_token_logprobs([p for p, _, _ in rows], [c for _, c, _ in rows])
-        logps, entropies = [], []
+        logps, entropies, distributions = [], [], []
         for (_, _, chosen), candidates in zip(rows, scores):
             # the distribution the choice was sampled from: softmax(scores / T) (ChoiceBackend, VerdictChoiceBackend)
             logits = torch.stack([c.sum() for c in candidates]) / self.temperature
             log_probs = torch.log_softmax(logits, dim=0)
             logps.append(log_probs[chosen])
             entropies.append(-(log_probs.exp() * log_probs).sum())
+            distributions.append(torch.log_softmax(logits.detach().double(), dim=0).tolist())
+        self._last_choice_log_probs = distributions
         logps, entropies = torch.stack(logps).unsqueeze(1), torch.stack(entropies).unsqueeze(1).detach()
         return logps, entropies, None
 

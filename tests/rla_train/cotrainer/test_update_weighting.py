@@ -137,3 +137,25 @@ def test_several_passes_clip_against_the_policy_that_sampled(tiny_model_path, tm
     assert both["optimizer_steps"] == 2 and both["trl/clip_ratio/region_mean"] > 0
     with pytest.raises(ValueError, match="passes must be an int >= 1"):
         trainer.update(samples, passes=0)
+
+
+def test_a_choice_update_reports_how_far_it_moved_the_choice_distributions(tiny_model_path, tmp_path):
+    import math
+
+    trainer, tokenizer = choice_trainer(tiny_model_path, tmp_path, 1.0)
+    prompt = tokenizer(PROMPT, add_special_tokens=False)["input_ids"]
+    alternatives = [tokenizer(c + "<|im_end|>", add_special_tokens=False)["input_ids"]
+                    for c in ("go to fridge 1", "go to shelf 2", "look")]
+    samples = [Sample(prompt, alternatives[0], 1.0, alternatives=alternatives),
+               Sample(prompt, alternatives[1], -1.0, alternatives=alternatives)]
+    before = [trained_probability(trainer, s) for s in samples]
+    metrics = trainer.update(samples)
+    after = [trained_probability(trainer, s) for s in samples]
+    # both rows share one state, so the KL is that state's; the changes are the ones measured here
+    assert metrics["chosen_prob_change_pos_adv"] == pytest.approx(after[0] - before[0], abs=1e-6)
+    assert metrics["chosen_prob_change_neg_adv"] == pytest.approx(after[1] - before[1], abs=1e-6)
+    assert metrics["chosen_prob_change_pos_adv"] > 0 > metrics["chosen_prob_change_neg_adv"]
+    assert metrics["chosen_prob_change"] == pytest.approx((after[0] - before[0] + after[1] - before[1]) / 2, abs=1e-6)
+    assert 0 < metrics["choice_kl"] and math.isfinite(metrics["choice_kl"])
+    only_positive = trainer.update(samples[:1])
+    assert "chosen_prob_change_neg_adv" not in only_positive and only_positive["chosen_prob_change_pos_adv"] > 0
