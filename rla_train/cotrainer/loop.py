@@ -36,6 +36,8 @@ from rla_train.cotrainer.checkpoint import (CorruptCheckpoint, apply_rng, captur
                                            load_states, restore_rng, save_checkpoint)
 from rla_train.cotrainer.components import build_components
 from rla_train.cotrainer.distributed import ONE_PROCESS, Ranks, merge_rank_metrics
+from rla_train.cotrainer.judge_metrics import (extend_probe, judge_step_metrics, judge_summary, load_probe_extension,
+                                               record_step)
 from rla_train.cotrainer.play_setup import env_spec, play_heldout
 from rla_train.cotrainer.plots import plot_run
 from rla_train.cotrainer.run_dir import SCRATCH_DIRS, RunDirError, claim_run_dir
@@ -174,6 +176,7 @@ def _episode_metrics(groups, spec: RewardSpec, mode) -> dict[str, float]:
             metrics["rm_outcome_accuracy"] = accuracy
         # how often the judge changed the policy's signal (0 = the judge adds nothing)
         metrics["policy_advantage_changed_fraction"] = advantage_change_fraction(groups, spec)
+        metrics.update(judge_step_metrics(episodes))  # against the family's oracle, where it has one
     rewards = [step_rewards(e, spec) for e in episodes if e.error is None and e.num_steps]
     if rewards:
         metrics["integrated_reward_mean"] = float(np.mean(np.concatenate(rewards)))
@@ -394,6 +397,7 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
     try:
         if checkpoint is not None:
             step, history = _restore(checkpoint, parts, ranks)
+            load_probe_extension(parts.rm_probe, run_dir)  # the policy's probe steps the fresh run played
             parts.policy_trainer.sync_generation_weights()  # a vLLM engine still holds the initial weights
         else:
             step, history = 0, {}
@@ -424,6 +428,8 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
         summary["ranks"] = ranks.world_size
     if MODES[config.train.mode].adapt_env:
         summary["pool"] = pool_funnel(parts.feeder.pool)
+    if (judge := judge_summary(history)) is not None:
+        summary["judge_vote_balanced_accuracy"] = judge
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
 
@@ -441,6 +447,12 @@ def _warm_starts(config: TrainConfig, parts, run_dir: Path, history: dict, progr
         history["warm_start"] = _warm_start(config, parts, run_dir, progress)
         ranks.broadcast_parameters(parts.policy_model)
         parts.policy_trainer.sync_generation_weights()
+    if parts.rm_probe is not None and ranks.is_main and config.reward_model.probe_policy_episodes:
+        _phase(progress, "reward-model probe: the policy plays the probe's games, the oracle labels its steps")
+        history["rm_probe_policy_steps"] = extend_probe(
+            parts.rm_probe, run_dir, parts.policy_backend, parts.agent, seed=config.train.seed,
+            max_steps=config.env.max_steps, split=config.family_spec.splits[0],
+            episodes=config.reward_model.probe_policy_episodes)
     if config.reward_model.warm_start_steps and parts.rm_model is not None:
         if parts.rm_probe is not None and ranks.is_main:
             history["rm_probe_initial"] = parts.rm_probe(parts.reward_model)
@@ -466,6 +478,7 @@ def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, p
         while step < config.train.steps:
             metrics = train_step(config, parts, ranks)
             step += 1
+            record_step(history, metrics)
             if log is not None:
                 if config.train.eval_every and step % config.train.eval_every == 0 and step < config.train.steps:
                     for name, result in _evaluations(parts, f"step {step}").items():

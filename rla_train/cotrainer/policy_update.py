@@ -185,7 +185,8 @@ class SampleTrainer(GRPOTrainer):
 
         With ``choice_logprob`` the metrics also say how far the whole update moved the choice distributions of
         the samples' states (one more forward pass, no gradient): ``choice_kl``, ``chosen_prob_change``,
-        ``chosen_prob_change_pos_adv`` and ``chosen_prob_change_neg_adv`` (see :meth:`_choice_shift`).
+        ``chosen_prob_change_pos_adv`` and ``chosen_prob_change_neg_adv`` (see :meth:`_choice_shift`). ``clip_fraction``
+        is the share of tokens TRL's clipping held back in the last optimizer step (0 in a first step: ratio 1).
         """
         if type(passes) is not int or passes < 1:
             raise ValueError(f"passes must be an int >= 1 (optimisation passes over the samples), got {passes!r}")
@@ -223,6 +224,10 @@ class SampleTrainer(GRPOTrainer):
             metrics.update(self._choice_shift(all_batches, before))
         self.sync_generation_weights()
         trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
+        # the share of tokens whose ratio was clipped in the last optimizer step, over all its micro-batches
+        clipped = [float(v) for v in self._metrics["train"].get("clip_ratio/region_mean", [])[-len(steps[-1]):]]
+        if clipped:
+            metrics["clip_fraction"] = sum(clipped) / len(clipped)
         self._metrics["train"].clear()
         return {**metrics, **step, "optimizer_steps": float(iterations * len(steps)),
                 "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
