@@ -118,8 +118,9 @@ def judge_summary(history: dict) -> dict[str, Any] | None:
 
     ``before`` / ``after``: on the probe's steps that the warm-started policy played (the same steps both times:
     the change is the judge's), judged before and after co-training; ``first_step`` / ``last_step``: on the
-    votes the policy's own rollouts received in the first and the last training step. A part that was not
-    measured (no probe, no oracle) is None; None altogether when nothing was.
+    votes the policy's own rollouts received in the first and the last training step; ``probe_policy_steps``: the
+    good and bad counts of those probe steps. A part that was not measured (no probe, no oracle, a class without a
+    step) is None; None altogether when nothing was.
     """
     def probe_value(key: str):
         policy = (history.get(key) or {}).get("policy") or {}
@@ -129,4 +130,9 @@ def judge_summary(history: dict) -> dict[str, Any] | None:
     result = {"before": probe_value("rm_probe_before"), "after": probe_value("rm_probe_after"),
               "first_step": (on_policy.get("first_step") or {}).get("judge_vote_balanced_accuracy"),
               "last_step": (on_policy.get("last_step") or {}).get("judge_vote_balanced_accuracy")}
-    return result if any(v is not None for v in result.values()) else None
+    probe_steps = ((history.get("rm_probe_before") or {}).get("policy") or {})
+    if not any(v is not None for v in result.values()) and not probe_steps:
+        return None
+    if probe_steps:  # a class without a step leaves before/after at None: the counts say why
+        result["probe_policy_steps"] = {"good": int(probe_steps.get("good", 0)), "bad": int(probe_steps.get("bad", 0))}
+    return result

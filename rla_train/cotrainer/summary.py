@@ -41,9 +41,11 @@ def format_summary(summary: dict[str, Any]) -> str:
     judge = summary.get("judge_vote_balanced_accuracy")
     if judge:
         lines.append("judge's vote balanced accuracy on the policy's steps (each vote against the step-label oracle):")
-        if judge.get("before") is not None or judge.get("after") is not None:
+        counts = judge.get("probe_policy_steps")
+        if counts or judge.get("before") is not None or judge.get("after") is not None:
+            steps = f"  ({counts['good']} good / {counts['bad']} bad steps)" if counts else ""
             lines.append(f"  {'probe steps the warm-started policy played':<42} before {_num(judge.get('before'))}, "
-                         f"after {_num(judge.get('after'))}")
+                         f"after {_num(judge.get('after'))}{steps}")
         if judge.get("first_step") is not None or judge.get("last_step") is not None:
             lines.append(f"  {'votes on its training rollouts':<42} first step {_num(judge.get('first_step'))}, "
                          f"last step {_num(judge.get('last_step'))}")
