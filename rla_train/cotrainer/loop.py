@@ -11,6 +11,11 @@ One training step, top to bottom (:func:`train_step`):
 7. the groups' outcomes go to the pool, which rewrites tasks that are too hard or too easy when a round is due,
    guided by the reward model's failure diagnoses (the full method).
 
+Every step's metrics say whether learning can happen: how far the update moved the policy (``policy_choice_kl``,
+``policy_chosen_prob_change*``, ``policy_clip_fraction``) and how right the votes it trained on were against the
+family's step-label oracle (``judge_vote_balanced_accuracy``, ``judge_verdict_balanced_accuracy``;
+:mod:`rla_train.cotrainer.judge_metrics`).
+
 :func:`train` runs the warm start, the steps, held-out evaluations before and after, logs, and atomic
 checkpoints from which ``--resume`` continues exactly.
 """
