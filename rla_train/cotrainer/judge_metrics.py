@@ -11,6 +11,7 @@ ones), and the summary carries the vote balanced accuracy on them before and aft
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,8 @@ def oracle_labels(episode) -> list[bool | None] | None:
     """The family's step labels of one episode (True good, False bad, None undetermined), or None without an oracle.
 
     A judge that labelled the episode already (the noisy oracle keeps them as ``oracle_labels``) is not asked
-    twice. Episodes with an env error or no task are not labelled (None).
+    twice. Episodes with an env error or no task are not labelled (None), nor is one the oracle fails on (a
+    warning says why: the measurement never ends the run).
     """
     from rla_envs.core.labels import has_step_labels, step_labels
 
@@ -37,7 +39,17 @@ def oracle_labels(episode) -> list[bool | None] | None:
     task = getattr(episode, "task", None)
     if task is None or getattr(episode, "error", None) is not None or not has_step_labels(task.family):
         return None
-    labels = list(step_labels(task, list(episode.actions)))
+    try:
+        labels = list(step_labels(task, list(episode.actions)))
+    except Exception as error:  # noqa: BLE001 - a measurement must not end the run it measures
+        warnings.warn(f"the step-label oracle could not label an episode of task {task.id} ({type(error).__name__}: "
+                      f"{error}); its steps are left out of judge_vote_balanced_accuracy", RuntimeWarning, stacklevel=2)
+        return None
+    if len(labels) != len(episode.actions):
+        warnings.warn(f"the step-label oracle gave {len(labels)} labels for {len(episode.actions)} actions of task "
+                      f"{task.id}; its steps are left out of judge_vote_balanced_accuracy", RuntimeWarning,
+                      stacklevel=2)
+        return None
     episode.oracle_labels = labels
     return labels
 

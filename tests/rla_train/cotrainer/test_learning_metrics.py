@@ -91,3 +91,19 @@ def test_reward_model_updates_per_step_zero_trains_nothing_and_two_clips_against
     else:  # two passes in one update: the second's ratio is against the judge that voted, so it is clipped
         assert row["rm_optimizer_steps"] == 2 and row["rm_clip_fraction"] > 0
         assert changed(weights(first / "reward_model"), weights(last / "reward_model"))
+
+
+def test_an_oracle_that_fails_on_an_episode_leaves_it_out_with_a_warning(monkeypatch):
+    import rla_envs.core.labels
+    from rla_train.cotrainer.judge_metrics import judge_step_metrics
+    from rla_train.rollout.episode import Episode
+    from tests.rla_train.cotrainer.test_toy_family import corridor_tasks
+
+    def broken(task, actions, **options):
+        raise KeyError("the planner cannot load this game")
+
+    monkeypatch.setattr(rla_envs.core.labels, "step_labels", broken)
+    task = corridor_tasks()[0]
+    episode = Episode(task_id=task.id, task=task, actions=["forward"], judgments=[[1]])
+    with pytest.warns(RuntimeWarning, match="could not label an episode of task .*KeyError"):
+        assert judge_step_metrics([episode]) == {}
