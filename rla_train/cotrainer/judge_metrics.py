@@ -58,14 +58,12 @@ def judge_step_metrics(episodes) -> dict[str, float]:
     """The judge's balanced accuracy on the votes these episodes received, against the family's oracle.
 
     ``judge_vote_balanced_accuracy`` (each vote a prediction; an unparseable 0 is wrong),
-    ``judge_verdict_balanced_accuracy`` (the majority of each step's m votes; a tie is wrong), the labelled
-    step counts and the seconds the labelling took. Empty when no episode could be labelled; an accuracy is left out when a class is missing.
+    ``judge_verdict_balanced_accuracy`` (the majority of each step's m votes; a tie is wrong), and the labelled
+    step counts (ALFWorld's planner labels ~7 ms a step: a timing belongs in benchmarks/, not in metrics.jsonl,
+    whose rows a resumed run reproduces exactly). Empty when no episode could be labelled; an accuracy is left out when a class is missing.
     """
-    import time
-
     from rla_train.signals.metrics import verdict_balanced_accuracy, vote_balanced_accuracy
 
-    started = time.perf_counter()
     votes, labels = [], []
     for episode in episodes:
         if not episode.judgments:
@@ -78,8 +76,7 @@ def judge_step_metrics(episodes) -> dict[str, float]:
     if not labels:
         return {}
     known = [label for label in labels if label is not None]
-    metrics = {"judge_labelled_steps": float(len(known)), "judge_labelled_bad_steps": float(sum(not k for k in known)),
-               "judge_label_seconds": time.perf_counter() - started}  # the oracle's cost (ALFWorld: ~7 ms a step)
+    metrics = {"judge_labelled_steps": float(len(known)), "judge_labelled_bad_steps": float(sum(not k for k in known))}
     for name, measure in (("judge_vote_balanced_accuracy", vote_balanced_accuracy),
                           ("judge_verdict_balanced_accuracy", verdict_balanced_accuracy)):
         value = measure(votes, labels)
