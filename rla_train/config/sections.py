@@ -182,10 +182,10 @@ class RewardModelConfig(Section):
     probe_episodes: int = setting(72, "episodes (expert, epsilon-expert and random) on valid_seen games whose labelled steps "
                                   "form a fixed probe of the reward model's balanced accuracy and AUC, judged at every "
                                   "evaluation (0 = no probe; needs a family with step labels)", ge=0)
-    probe_policy_episodes: int = setting(24, "episodes the warm-started policy plays on the probe's games (in turn) "
-                                         "whose labelled steps join the probe, so that the judge is also measured on "
-                                         "the policy's own steps (reported apart as well); 0 = none; ignored without "
-                                         "a probe (probe_episodes=0)", ge=0)
+    probe_policy_episodes: int = setting(24, "episodes the warm-started policy plays, one on each of the probe's "
+                                         "first games (at most one per game: probe_episodes / 3), whose labelled steps "
+                                         "join the probe, so that the judge is also measured on the policy's own steps "
+                                         "(reported apart as well); 0 = none; ignored without a probe", ge=0)
 
     def check(self) -> None:
         if self.model == "":

@@ -87,16 +87,16 @@ def judge_step_metrics(episodes) -> dict[str, float]:
 
 def extend_probe(rm_probe, run_dir: Path, policy, agent, *, episodes: int, seed: int, max_steps: int,
                  split: str) -> int:
-    """Add the labelled steps of ``episodes`` episodes of ``policy`` on the probe's games (in turn) to ``rm_probe``
-    (a RewardModelProbe) and keep them in ``run_dir``; returns how many steps were added.
+    """Add the labelled steps of ``policy`` playing one episode on each of the probe's first ``episodes`` games (at
+    most one per game) to ``rm_probe`` (a RewardModelProbe) and keep them in ``run_dir``; returns how many steps
+    were added.
 
     The steps are read back from the file written (as a resume does), so a fresh and a resumed run judge the same
     prompts.
     """
     from rla_train.reward_model.probe import policy_probe_steps, steps_to_json
 
-    games = rm_probe.probe.tasks()
-    tasks = [games[k % len(games)] for k in range(episodes)]
+    tasks = rm_probe.probe.tasks()[:episodes]
     steps = policy_probe_steps(tasks, policy, agent, seed=seed, max_steps=max_steps, split=split)
     atomic_write_json(Path(run_dir) / PROBE_POLICY_FILE, steps_to_json(steps))
     return load_probe_extension(rm_probe, run_dir)

@@ -55,5 +55,10 @@ def test_the_policys_probe_steps_are_kept_in_the_run_dir_and_a_resume_reads_the_
     assert load_probe_extension(resumed, tmp_path) == 6
     assert [key(s) for s in resumed.probe.steps] == [key(s) for s in fresh.probe.steps]
     assert load_probe_extension(SimpleNamespace(probe=probe), tmp_path / "elsewhere") == 0  # nothing saved there
+    # at most one episode per probe game: 5 asked, 2 games, 2 played; 1 asked: the first game's 1 bad + 2 good steps
+    assert extend_probe(SimpleNamespace(probe=probe), tmp_path / "five", scripted_policy(), None, episodes=5, seed=0,
+                        max_steps=4, split="train") == 6
+    assert extend_probe(SimpleNamespace(probe=probe), tmp_path / "one", scripted_policy(), None, episodes=1, seed=0,
+                        max_steps=4, split="train") == 3
     steps = fresh.probe.steps[len(probe):]
     assert [key(s) for s in steps_from_json(steps_to_json(steps))] == [key(s) for s in steps]
