@@ -16,12 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from rla_envs.core.files import atomic_write_json
+from rla_train.cotrainer.run_dir import PROBE_POLICY_FILE
 
 __all__ = ["oracle_labels", "judge_step_metrics", "extend_probe", "load_probe_extension", "judge_summary",
            "record_step", "PROBE_POLICY_FILE"]
-
-PROBE_POLICY_FILE = "rm-probe-policy-steps.json"
-"""The run directory's file holding the policy's labelled probe steps (written once, read back on resume)."""
 
 
 def oracle_labels(episode) -> list[bool | None] | None:

@@ -62,3 +62,11 @@ def test_the_policys_probe_steps_are_kept_in_the_run_dir_and_a_resume_reads_the_
                         max_steps=4, split="train") == 3
     steps = fresh.probe.steps[len(probe):]
     assert [key(s) for s in steps_from_json(steps_to_json(steps))] == [key(s) for s in steps]
+
+
+def test_overwrite_removes_the_policys_probe_steps_of_the_earlier_run(tmp_path):
+    from rla_train.cotrainer.run_dir import claim_run_dir
+
+    (tmp_path / PROBE_POLICY_FILE).write_text("[]")  # an earlier run's, which a --resume of the new run would read
+    with claim_run_dir(tmp_path, overwrite=True):
+        assert not (tmp_path / PROBE_POLICY_FILE).exists()
