@@ -151,7 +151,9 @@ class RewardModelConfig(Section):
                                            "gradient_checkpointing)")
     trl_args: dict[str, Any] = setting({}, "more trl.GRPOConfig fields for the reward model's trainer, passed as they "
                                        "are (those the config names are refused: set them where they live)")
-    updates_per_step: int = setting(1, "reward-model optimizer steps per training step", ge=1)
+    updates_per_step: int = setting(1, "passes of reward-model updates over each training step's judgments, each "
+                                    "num_iterations x mini_batches optimizer steps, all clipped against the judge that "
+                                    "voted (0 = the reward model judges but is not trained)", ge=0)
     task_filter_low: float = setting(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
     task_filter_high: float = setting(0.8, "... and <= this (rla_train.signals.rewards.reward_model_task_filter)", ge=0, le=1)
     max_completion_length: int = setting(32, "most tokens per judgment (reasoning + \\boxed{±1})", alias="max_new_tokens",
@@ -180,6 +182,10 @@ class RewardModelConfig(Section):
     probe_episodes: int = setting(72, "episodes (expert, epsilon-expert and random) on valid_seen games whose labelled steps "
                                   "form a fixed probe of the reward model's balanced accuracy and AUC, judged at every "
                                   "evaluation (0 = no probe; needs a family with step labels)", ge=0)
+    probe_policy_episodes: int = setting(24, "episodes the warm-started policy plays, one on each of the probe's "
+                                         "first games (at most one per game: probe_episodes / 3), whose labelled steps "
+                                         "join the probe, so that the judge is also measured on the policy's own steps "
+                                         "(reported apart as well); 0 = none; ignored without a probe", ge=0)
 
     def check(self) -> None:
         if self.model == "":

@@ -188,10 +188,9 @@ def _feeder(config: TrainConfig, tasks, engine, reward_model, rewriter):
 def _policy_trainer(config: TrainConfig, run_dir: Path, model, tokenizer) -> SampleTrainer:
     """The policy's trainer (with ``policy.backend=vllm``, the owner of the vLLM engine that generates rollouts)."""
     policy = config.policy
-    temperature = 1.0 if policy.action_mode == "choice" else policy.temperature
-    return SampleTrainer(model, tokenizer,
+    return SampleTrainer(model, tokenizer,  # choice or text: trained at the temperature the rollouts sample at
                          grpo_args(policy, config.optimizer_for("policy"), run_dir / "trl-policy", seed=config.train.seed,
-                                   temperature=temperature, bf16=config.scale.bf16, beta=policy.beta,
+                                   temperature=policy.temperature, bf16=config.scale.bf16, beta=policy.beta,
                                    epsilon_high=policy.epsilon_high, generation=vllm_args(policy)),
                          total_steps=max(1, config.train.steps),
                          choice_logprob=policy.action_mode == "choice" and policy.choice_logprob,

@@ -11,6 +11,11 @@ One training step, top to bottom (:func:`train_step`):
 7. the groups' outcomes go to the pool, which rewrites tasks that are too hard or too easy when a round is due,
    guided by the reward model's failure diagnoses (the full method).
 
+Every step's metrics say whether learning can happen: how far the update moved the policy (``policy_choice_kl``,
+``policy_chosen_prob_change*``, ``policy_clip_fraction``) and how right the votes it trained on were against the
+family's step-label oracle (``judge_vote_balanced_accuracy``, ``judge_verdict_balanced_accuracy``;
+:mod:`rla_train.cotrainer.judge_metrics`).
+
 :func:`train` runs the warm start, the steps, held-out evaluations before and after, logs, and atomic
 checkpoints from which ``--resume`` continues exactly.
 """
@@ -36,6 +41,8 @@ from rla_train.cotrainer.checkpoint import (CorruptCheckpoint, apply_rng, captur
                                            load_states, restore_rng, save_checkpoint)
 from rla_train.cotrainer.components import build_components
 from rla_train.cotrainer.distributed import ONE_PROCESS, Ranks, merge_rank_metrics
+from rla_train.cotrainer.judge_metrics import (extend_probe, judge_step_metrics, judge_summary, load_probe_extension,
+                                               record_step)
 from rla_train.cotrainer.play_setup import env_spec, play_heldout
 from rla_train.cotrainer.plots import plot_run
 from rla_train.cotrainer.run_dir import SCRATCH_DIRS, RunDirError, claim_run_dir
@@ -128,9 +135,10 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[s
     if parts.rm_trainer is not None:                                                              # 6
         rm_samples, rm_stats = reward_model_samples(groups, generations, spec, low=config.reward_model.task_filter_low,
                                                     high=config.reward_model.task_filter_high)
-        for _ in range(config.reward_model.updates_per_step):
-            rm = parts.rm_trainer.update(rm_samples)
-        local.update({f"rm_{k}": v for k, v in rm.items() if not k.startswith("trl/")})
+        if config.reward_model.updates_per_step:  # 0: judged with, not trained
+            # one call: every pass's clipped ratio is against the judge that gave the votes
+            rm = parts.rm_trainer.update(rm_samples, passes=config.reward_model.updates_per_step)
+            local.update({f"rm_{k}": v for k, v in rm.items() if not k.startswith("trl/")})
         local["rm_judgments"] = rm_stats["judgments"]
         local["rm_groups_filtered"] = rm_stats["groups_filtered"]
     local.update(zero_advantage_fraction=stats["zero_advantage_fraction"], groups_filtered=stats["groups_filtered"])
@@ -175,6 +183,7 @@ def _episode_metrics(groups, spec: RewardSpec, mode) -> dict[str, float]:
             metrics["rm_outcome_accuracy"] = accuracy
         # how often the judge changed the policy's signal (0 = the judge adds nothing)
         metrics["policy_advantage_changed_fraction"] = advantage_change_fraction(groups, spec)
+        metrics.update(judge_step_metrics(episodes))  # against the family's oracle, where it has one
     rewards = [step_rewards(e, spec) for e in episodes if e.error is None and e.num_steps]
     if rewards:
         metrics["integrated_reward_mean"] = float(np.mean(np.concatenate(rewards)))
@@ -395,6 +404,7 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
     try:
         if checkpoint is not None:
             step, history = _restore(checkpoint, parts, ranks)
+            load_probe_extension(parts.rm_probe, run_dir)  # the policy's probe steps the fresh run played
             parts.policy_trainer.sync_generation_weights()  # a vLLM engine still holds the initial weights
         else:
             step, history = 0, {}
@@ -425,6 +435,8 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
         summary["ranks"] = ranks.world_size
     if MODES[config.train.mode].adapt_env:
         summary["pool"] = pool_funnel(parts.feeder.pool)
+    if (judge := judge_summary(history)) is not None:
+        summary["judge_vote_balanced_accuracy"] = judge
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
 
@@ -442,6 +454,12 @@ def _warm_starts(config: TrainConfig, parts, run_dir: Path, history: dict, progr
         history["warm_start"] = _warm_start(config, parts, run_dir, progress)
         ranks.broadcast_parameters(parts.policy_model)
         parts.policy_trainer.sync_generation_weights()
+    if parts.rm_probe is not None and ranks.is_main and config.reward_model.probe_policy_episodes:
+        _phase(progress, "reward-model probe: the policy plays the probe's games, the oracle labels its steps")
+        history["rm_probe_policy_steps"] = extend_probe(
+            parts.rm_probe, run_dir, parts.policy_backend, parts.agent, seed=config.train.seed,
+            max_steps=config.env.max_steps, split=config.family_spec.splits[0],
+            episodes=config.reward_model.probe_policy_episodes)
     if config.reward_model.warm_start_steps and parts.rm_model is not None:
         if parts.rm_probe is not None and ranks.is_main:
             history["rm_probe_initial"] = parts.rm_probe(parts.reward_model)
@@ -467,6 +485,7 @@ def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, p
         while step < config.train.steps:
             metrics = train_step(config, parts, ranks)
             step += 1
+            record_step(history, metrics)
             if log is not None:
                 if config.train.eval_every and step % config.train.eval_every == 0 and step < config.train.steps:
                     for name, result in _evaluations(parts, f"step {step}").items():

@@ -13,7 +13,8 @@ what it answered, advantage = that step's advantage) or one per reward-model jud
 Every sample's advantage applies to each token of its completion; prompt tokens (which hold the env's
 observations) are never in the loss. With ``choice_logprob=True`` (choice policies, which pick one of the
 admissible commands by likelihood, :class:`~rla_train.backends.choice.ChoiceBackend`) the log-probability in TRL's
-loss is instead the choice's: ``log softmax_j(log p(candidate_j | prompt))`` at the chosen candidate, one
+loss is instead the choice's: ``log softmax_j(log p(candidate_j | prompt) / T)`` at the chosen candidate (``T`` =
+``args.temperature``, the temperature the choice was sampled at), one
 "token" per sample, so the gradient goes to what tells the chosen command from the other admissible ones
 rather than to the tokens they share. Samples with a zero advantage carry no gradient in GRPO and are
 dropped before the forward pass. Micro-batches of ``per_device_train_batch_size`` accumulate into one
@@ -88,7 +89,10 @@ ROW_SCALE = "row_scale"
 ROW_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
 """TRL loss types that average over a micro-batch's rows (padding rows would dilute them; the others count tokens)."""
 
-NOT_LOSS_INPUTS = ("choice_rows", "sampler_logprobs", PADDING, ROW_SCALE)
+CHOICE_BEFORE = "choice_before"
+"""The key under which a choice batch keeps its rows' choice distributions from before the update (for the metrics)."""
+
+NOT_LOSS_INPUTS = ("choice_rows", "sampler_logprobs", PADDING, ROW_SCALE, CHOICE_BEFORE)
 """Batch keys kept for SampleTrainer's own use and left out of what TRL's loss receives."""
 
 
@@ -161,6 +165,7 @@ class SampleTrainer(GRPOTrainer):
         self.model_wrapped = self.model
         self.choice_logprob = bool(choice_logprob)
         self._choice_rows = None  # the current micro-batch's (prompt ids, candidate ids, chosen index)
+        self._last_choice_log_probs: list[list[float]] = []  # its rows' choice distributions (log), last computed
         if self.choice_logprob:
             self._scorer = ChoiceBackend(TransformersBackend(self.accelerator.unwrap_model(self.model), tokenizer),
                                          method="packed")
@@ -169,13 +174,22 @@ class SampleTrainer(GRPOTrainer):
         """Inputs arrive generated and scored: nothing to generate here."""
         return inputs
 
-    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """``num_iterations`` passes over ``samples`` (zero-advantage ones dropped), ``mini_batches`` optimizer
-        steps each; returns the metrics of the last step.
+    def update(self, samples: Sequence[Sample], *, passes: int = 1) -> dict[str, float]:
+        """``passes x num_iterations`` passes over ``samples`` (zero-advantage ones dropped), ``mini_batches``
+        optimizer steps each; returns the metrics of the last step.
 
-        With more than one optimizer step, the log-probabilities before the first are the ``old`` ones of
-        the clipped ratio, as in TRL's own multi-iteration GRPO.
+        With more than one optimizer step, the log-probabilities before the first (those of the policy that
+        sampled them) are the ``old`` ones of the clipped ratio of every step, as in TRL's own multi-iteration
+        GRPO: later steps are clipped. ``passes`` (e.g. ``reward_model.updates_per_step``) is how to take more
+        steps on the same samples; calling :meth:`update` again would restart the ratio at 1 (no trust region).
+
+        With ``choice_logprob`` the metrics also say how far the whole update moved the choice distributions of
+        the samples' states (one more forward pass, no gradient): ``choice_kl``, ``chosen_prob_change``,
+        ``chosen_prob_change_pos_adv`` and ``chosen_prob_change_neg_adv`` (see :meth:`_choice_shift`). ``clip_fraction``
+        is the share of tokens TRL's clipping held back in the last optimizer step (0 in a first step: ratio 1).
         """
+        if type(passes) is not int or passes < 1:
+            raise ValueError(f"passes must be an int >= 1 (optimisation passes over the samples), got {passes!r}")
         kept = [s for s in samples if s.advantage != 0 and s.completion_ids]
         metrics = {"samples": float(len(kept)), "dropped_zero_advantage": float(len(samples) - len(kept))}
         ranks = Ranks(self.accelerator.num_processes, self.accelerator.process_index)
@@ -192,21 +206,30 @@ class SampleTrainer(GRPOTrainer):
         else:
             steps = [self._micro_batches(kept[a:b]) for a, b in zip(bounds, bounds[1:])]
         self.model.train()
-        if (self.num_iterations * len(steps) > 1 or (self.beta and self.kl_reference == "pre_update")
+        iterations = self.num_iterations * passes
+        if (iterations * len(steps) > 1 or (self.beta and self.kl_reference == "pre_update")
                 or self.corrects_sampling):
             self._store_old_logps([batch for batches in steps for batch in batches])
         if self.beta and self.kl_reference == "initial":
             self._store_ref_logps([batch for batches in steps for batch in batches])
+        all_batches = [batch for batches in steps for batch in batches]
+        before = self._choice_snapshot(all_batches, stored=True) if self.choice_logprob else None
         step = {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
-        for _ in range(self.num_iterations):
+        for _ in range(iterations):
             for batches in steps:
                 result = self._optimizer_step(batches)
                 if any(PADDING not in batch for batch in batches):  # a step of padding alone reports nothing
                     step = result
+        if before is not None:
+            metrics.update(self._choice_shift(all_batches, before))
         self.sync_generation_weights()
         trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
+        # the share of tokens whose ratio was clipped in the last optimizer step, over all its micro-batches
+        clipped = [float(v) for v in self._metrics["train"].get("clip_ratio/region_mean", [])[-len(steps[-1]):]]
+        if clipped:
+            metrics["clip_fraction"] = sum(clipped) / len(clipped)
         self._metrics["train"].clear()
-        return {**metrics, **step, "optimizer_steps": float(self.num_iterations * len(steps)),
+        return {**metrics, **step, "optimizer_steps": float(iterations * len(steps)),
                 "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
                 **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
 
@@ -302,10 +325,51 @@ class SampleTrainer(GRPOTrainer):
         finally:
             self._choice_rows = None
 
+    def _choice_snapshot(self, batches, *, stored: bool = False) -> list[list[list[float]]]:
+        """Each real row's choice distribution (log-probabilities over its candidates) under the current weights.
+
+        ``stored``: take the ones :meth:`_store_old_logps` kept when it ran (the same weights), else score again.
+        """
+        snapshot = []
+        for batch in batches:
+            if not (stored and CHOICE_BEFORE in batch):
+                self._logps(self.model, batch)
+                batch[CHOICE_BEFORE] = self._last_choice_log_probs
+            snapshot.append(batch.pop(CHOICE_BEFORE))
+        return snapshot
+
+    def _choice_shift(self, batches, before) -> dict[str, float]:
+        """How far this update moved the choice distributions of its batch's states (:mod:`rla_train.signals.policy_shift`):
+        ``choice_kl`` (mean KL(before || after), nats), ``chosen_prob_change`` and its ``_pos_adv`` / ``_neg_adv``
+        split by the sign of the sample's advantage (a group without a sample is left out)."""
+        from rla_train.signals.policy_shift import chosen_probability_change, mean_choice_kl
+
+        after = self._choice_snapshot(batches)
+        rows_before, rows_after, chosen_before, chosen_after, advantages = [], [], [], [], []
+        for batch, old, new in zip(batches, before, after):
+            if PADDING in batch:
+                continue
+            real = (batch["completion_mask"].sum(1) > 0).tolist()
+            for row, (keep, (_, _, chosen)) in enumerate(zip(real, batch["choice_rows"])):
+                if keep:
+                    rows_before.append(old[row])
+                    rows_after.append(new[row])
+                    chosen_before.append(old[row][chosen])
+                    chosen_after.append(new[row][chosen])
+                    advantages.append(float(batch["advantages"][row]))
+        kl = mean_choice_kl(rows_before, rows_after)
+        change = chosen_probability_change(chosen_before, chosen_after, advantages)
+        values = {"choice_kl": kl, "chosen_prob_change": change["all"],
+                  "chosen_prob_change_pos_adv": change["positive_advantage"],
+                  "chosen_prob_change_neg_adv": change["negative_advantage"]}
+        return {k: float(v) for k, v in values.items() if v is not None}
+
     def _store_old_logps(self, batches) -> None:
         """Keep the pre-update log-probabilities (the clipped ratio's old policy; the pre_update KL's reference)."""
         for batch in batches:
             batch["old_per_token_logps"] = self._logps(self.model, batch)
+            if self.choice_logprob:
+                batch[CHOICE_BEFORE] = self._last_choice_log_probs
             if self.beta and self.kl_reference == "pre_update":
                 batch["ref_per_token_logps"] = batch["old_per_token_logps"]
             if self.corrects_sampling:
@@ -361,26 +425,54 @@ class SampleTrainer(GRPOTrainer):
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args,
                                            **kwargs):
-        """TRL's per-token log-probabilities, or with ``choice_logprob`` the choice's (one per sample)."""
+        """TRL's per-token log-probabilities, or with ``choice_logprob`` the choice's (one per sample).
+
+        Both are of the distribution the samples were drawn from at ``args.temperature`` (TRL divides the logits by
+        it; the choice's is ``log softmax(scores / T)``), so the clipped ratio compares like with like.
+        """
         if self._choice_rows is None:
             return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
                                                               *args, **kwargs)
         rows = self._choice_rows
         scores = self._scorer.packed_token_logprobs([p for p, _, _ in rows], [c for _, c, _ in rows])
-        logps, entropies = [], []
+        logps, entropies, distributions = [], [], []
         for (_, _, chosen), candidates in zip(rows, scores):
-            logits = torch.stack([c.sum() for c in candidates])
+            # the distribution the choice was sampled from: softmax(scores / T) (ChoiceBackend, VerdictChoiceBackend)
+            logits = torch.stack([c.sum() for c in candidates]) / self.temperature
             log_probs = torch.log_softmax(logits, dim=0)
             logps.append(log_probs[chosen])
             entropies.append(-(log_probs.exp() * log_probs).sum())
+            distributions.append(torch.log_softmax(logits.detach().double(), dim=0).tolist())
+        self._last_choice_log_probs = distributions
         logps, entropies = torch.stack(logps).unsqueeze(1), torch.stack(entropies).unsqueeze(1).detach()
         return logps, entropies, None
+
+    def _micro_batch_weights(self, batches) -> list[float]:
+        """Each micro-batch's loss factor, so that one optimizer step weighs every row (or token) alike.
+
+        TRL's row-mean losses (:data:`ROW_MEAN_LOSSES`) average over a micro-batch's rows and divide by the number
+        of micro-batches, so 10 rows in micro-batches of 8 and 2 gave each of the last 2 rows 8/2 = 4 times the
+        weight of the others; ``bnpo`` does the same with tokens. The factor ``real rows of the micro-batch x
+        micro-batches / real rows of the step`` (tokens for bnpo) makes the accumulated loss the mean over all the
+        step's rows, however they are split. Token-normalised losses (dapo, ...) already divide by the step's
+        tokens: factor 1. Padding micro-batches get 0 (their loss is zeroed anyway).
+        """
+        real = [batch for batch in batches if PADDING not in batch]
+        if self.loss_type in ROW_MEAN_LOSSES:
+            sizes = [float((batch["completion_mask"].sum(1) > 0).sum()) for batch in real]
+        elif self.loss_type == "bnpo":
+            sizes = [float(batch["completion_mask"].sum()) for batch in real]
+        else:
+            return [1.0] * len(batches)
+        total = sum(sizes)
+        weights = iter(size * len(real) / total if total else 1.0 for size in sizes)
+        return [0.0 if PADDING in batch else next(weights) for batch in batches]
 
     def _optimizer_step(self, batches) -> dict[str, float]:
         """Accumulate the GRPO loss over the micro-batches, clip, step the optimizer and the schedule."""
         loss_total, tokens = 0.0, 0
         self.current_gradient_accumulation_steps = max(1, sum(PADDING not in batch for batch in batches))
-        for batch in batches:
+        for batch, weight in zip(batches, self._micro_batch_weights(batches)):
             self._choice_rows = batch.get("choice_rows")
             try:
                 with self.compute_loss_context_manager():
@@ -390,7 +482,7 @@ class SampleTrainer(GRPOTrainer):
             if PADDING in batch:  # the backward pass still runs: DDP all-reduces gradients in it
                 loss = loss * 0.0
             else:
-                loss = loss * batch.get(ROW_SCALE, 1.0)
+                loss = loss * batch.get(ROW_SCALE, 1.0) * weight
                 tokens += int(batch["completion_mask"].sum())
                 loss_total += float(loss.detach())
             self.accelerator.backward(loss)

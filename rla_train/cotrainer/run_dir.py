@@ -24,7 +24,8 @@ from pathlib import Path
 
 from rla_envs.core.errors import RlaError
 
-__all__ = ["RunDirError", "claim_run_dir", "check_run_dir", "lock_holder", "LOCK_FILE", "RUN_FILES", "SCRATCH_DIRS"]
+__all__ = ["RunDirError", "claim_run_dir", "check_run_dir", "lock_holder", "LOCK_FILE", "RUN_FILES", "SCRATCH_DIRS",
+           "PROBE_POLICY_FILE"]
 
 LOCK_FILE = ".rla-run.lock"
 """The file in a run directory whose ``flock`` the running run holds; it records the holder's pid."""
@@ -32,8 +33,12 @@ LOCK_FILE = ".rla-run.lock"
 SCRATCH_DIRS = ("warm-start", "trl-policy", "trl-reward-model")
 """TRL trainers' ``output_dir`` folders inside a run directory (they save nothing there; a run removes them empty)."""
 
+PROBE_POLICY_FILE = "rm-probe-policy-steps.json"
+"""The policy's labelled steps on the reward model's probe games (:mod:`rla_train.cotrainer.judge_metrics`), written
+once by a fresh run and read back by ``--resume``."""
+
 RUN_FILES = ("config.yaml", "checkpoints", "metrics.jsonl", "summary.json", "learning_curves.png", "tensorboard",
-             *SCRATCH_DIRS)
+             PROBE_POLICY_FILE, *SCRATCH_DIRS)
 """What ``python -m rla_train.run`` writes into its run directory: all that ``overwrite`` removes."""
 
 

@@ -15,7 +15,8 @@ def _success_line(label: str, result: dict[str, Any]) -> str:
 
 def format_summary(summary: dict[str, Any]) -> str:
     """What the run prints at the end: held-out success, training success on the fixed probe, the reward model's
-    balanced accuracy on its labelled probe, the pool's rewrites, and the scalar rest as one JSON line."""
+    balanced accuracy on its labelled probe, its vote balanced accuracy on the policy's steps before and after,
+    the pool's rewrites, and the scalar rest as one JSON line."""
     before_label = "before co-training" + (" (after the warm start)" if "initial" in summary else "")
     lines = ["held-out success:"]
     for key, label in (("initial", "initial model"), ("before", before_label), ("after", "after co-training")):
@@ -37,6 +38,17 @@ def format_summary(summary: dict[str, Any]) -> str:
             lines.append(f"  {label:<42} {_num(result.get('balanced_accuracy'))}{interval}, AUC "
                          f"{_num(result.get('auc'))}  ({int(result.get('good', 0))} good / {int(result.get('bad', 0))} "
                          "bad steps)")
+    judge = summary.get("judge_vote_balanced_accuracy")
+    if judge:
+        lines.append("judge's vote balanced accuracy on the policy's steps (each vote against the step-label oracle):")
+        counts = judge.get("probe_policy_steps")
+        if counts or judge.get("before") is not None or judge.get("after") is not None:
+            steps = f"  ({counts['good']} good / {counts['bad']} bad steps)" if counts else ""
+            lines.append(f"  {'probe steps the warm-started policy played':<42} before {_num(judge.get('before'))}, "
+                         f"after {_num(judge.get('after'))}{steps}")
+        if judge.get("first_step") is not None or judge.get("last_step") is not None:
+            lines.append(f"  {'votes on its training rollouts':<42} first step {_num(judge.get('first_step'))}, "
+                         f"last step {_num(judge.get('last_step'))}")
     if summary.get("pool"):
         pool = summary["pool"]
         lines.append(f"task pool: {pool.get('triggered', 0)} rewrites triggered, {pool.get('generated', 0)} candidates, "

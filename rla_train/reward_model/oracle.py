@@ -139,6 +139,7 @@ class NoisyOracleJudge:
             votes = noisy_votes(labels, self.accuracy, uniforms)
             answers = [[ORACLE_TEXTS[vote] for vote in step] for step in votes]
             trajectory.judgments = votes
+            trajectory.oracle_labels = labels  # the co-trainer measures the votes against them without relabelling
             if hasattr(trajectory, "judgment_texts"):
                 trajectory.judgment_texts = answers
             report.texts.append(answers)

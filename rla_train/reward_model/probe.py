@@ -9,7 +9,9 @@ evaluation, so its numbers are comparable across a run and across arms::
 
 Its steps come from expert and epsilon-expert episodes (:func:`~rla_train.reward_model.label_data.play_episodes`),
 labelled by the step-label oracle, with every bad step kept and at most ``good_per_bad`` good steps per bad
-one. **Score and prediction.** For a choice judge (:class:`~rla_train.reward_model.verdicts.VerdictChoiceBackend`)
+one. **The policy's own steps** join it (:func:`policy_probe_steps`, :meth:`Probe.extended`: the warm-started
+policy playing the probe's games, source ``"policy"``), since those are the steps the judge rewards in training;
+the report gives the metrics on them separately (``"policy"``) beside the overall ones. **Score and prediction.** For a choice judge (:class:`~rla_train.reward_model.verdicts.VerdictChoiceBackend`)
 the score of a step is ``P(good)``, the probability that one of its votes is +1 at temperature 1, and the
 prediction is good when ``P(good) >= 0.5`` (the greedy verdict; the majority of many votes). Any other judge
 (e.g. one that writes its verdict) is asked for ``judgments_per_step`` votes per step with its own sampling:
@@ -27,7 +29,11 @@ from typing import Any
 from rla_envs.core.task import Task
 from rla_train.reward_model.label_data import LabelledStep
 
-__all__ = ["Probe", "build_probe", "probe_reward_model"]
+__all__ = ["Probe", "build_probe", "probe_reward_model", "policy_probe_steps", "steps_to_json", "steps_from_json",
+           "POLICY_SOURCE"]
+
+POLICY_SOURCE = "policy"
+"""The ``source`` of probe steps played by the policy (:func:`policy_probe_steps`)."""
 
 
 @dataclass
@@ -46,6 +52,65 @@ class Probe:
 
     def __len__(self) -> int:
         return len(self.steps)
+
+    def extended(self, steps: Sequence[LabelledStep]) -> Probe:
+        """This probe with ``steps`` added after its own (counts recomputed; ``played`` grows by their count)."""
+        from rla_train.reward_model.label_data import class_counts
+
+        everything = [*self.steps, *steps]
+        return Probe(everything, class_counts(everything), played=self.played + len(steps))
+
+    def tasks(self) -> list[Task]:
+        """The probe's tasks, each once, in the order its steps first use them."""
+        return list({step.task.id: step.task for step in self.steps}.values())
+
+
+def policy_probe_steps(tasks: Sequence[Task], policy, agent, *, seed: int = 0, max_steps: int = 30,
+                       split: str = "valid_seen", good_per_bad: float | None = 2.0) -> list[LabelledStep]:
+    """Labelled steps of ``policy`` (a generation backend, with ``agent``) playing one episode on each task.
+
+    The steps the judge is asked about in training are the policy's, not an expert's or a random player's:
+    these join the probe (:meth:`Probe.extended`) with source :data:`POLICY_SOURCE`, balanced as the probe
+    (every bad step, at most ``good_per_bad`` good ones per bad one; seeded). The episodes are seeded
+    (:func:`~rla_train.reward_model.label_data.play_episodes`), so the same weights give the same steps.
+    """
+    from rla_train.reward_model.label_data import balance_steps, label_steps, play_episodes
+
+    episodes = play_episodes(list(tasks), episodes_per_task=1, seed=seed, max_steps=max_steps, split=split,
+                             policy=policy, agent=agent)
+    return balance_steps(label_steps(episodes, source=POLICY_SOURCE), good_per_bad=good_per_bad, seed=seed)
+
+
+def steps_to_json(steps: Sequence[LabelledStep]) -> list[dict[str, Any]]:
+    """Labelled steps as JSON-ready rows (one per trajectory: its task, the trajectory, its steps and labels)."""
+    rows: dict[int, dict[str, Any]] = {}
+    for step in steps:
+        row = rows.setdefault(id(step.trajectory), {"task": step.task.to_dict(), "trajectory": _trajectory_dict(step),
+                                                    "source": step.source, "steps": []})
+        row["steps"].append([step.step, bool(step.good)])
+    return list(rows.values())
+
+
+def _trajectory_dict(step: LabelledStep) -> dict[str, Any]:
+    from rla_envs.core.trajectory import Trajectory
+
+    trajectory = step.trajectory
+    plain = Trajectory(task_id=trajectory.task_id, observations=list(trajectory.observations),
+                       actions=list(trajectory.actions), infos=[dict(i) for i in trajectory.infos],
+                       won=trajectory.won, truncated=trajectory.truncated)
+    return plain.to_dict()
+
+
+def steps_from_json(rows: Sequence[dict[str, Any]]) -> list[LabelledStep]:
+    """What :func:`steps_to_json` wrote, as labelled steps again."""
+    from rla_envs.core.trajectory import Trajectory
+
+    steps = []
+    for row in rows:
+        task, trajectory = Task.from_dict(row["task"]), Trajectory.from_dict(row["trajectory"])
+        steps.extend(LabelledStep(task, trajectory, int(i), bool(good), row.get("source", POLICY_SOURCE))
+                     for i, good in row["steps"])
+    return steps
 
 
 def build_probe(tasks: Sequence[Task], *, epsilons: Sequence[float] = (0.0, 0.5, 1.0), episodes_per_task: int = 3,
@@ -126,13 +191,13 @@ def probe_reward_model(judge, probe: Probe, *, batch_size: int = 64) -> dict[str
 
     Returns:
         ``{"balanced_accuracy", "auc", "vote_balanced_accuracy", "recall_good", "recall_bad", "steps", "good", "bad",
-        "balanced_accuracy_ci", "auc_ci"}`` (the two intervals: approximate 95%, see :mod:`rla_train.signals.metrics`).
+        "balanced_accuracy_ci", "auc_ci"}`` (the two intervals: approximate 95%, see :mod:`rla_train.signals.metrics`),
+        and when the probe holds steps the policy played, the same keys on those alone under ``"policy"``.
         ``vote_balanced_accuracy`` is that of one vote as training samples it: a choice judge's expected one
         (the mean of P(good) on good steps and of 1 - P(good) on bad ones, at temperature 1), other judges' share
         of right votes; below ``balanced_accuracy`` when the judge is unsure (P(good) near 0.5).
     """
     from rla_train.reward_model.prompts import judge_chat
-    from rla_train.signals.metrics import auc_interval, balanced_accuracy, balanced_accuracy_interval, roc_auc
 
     if not len(probe):
         raise ValueError("the probe has no steps; build it with build_probe")
@@ -147,6 +212,18 @@ def probe_reward_model(judge, probe: Probe, *, batch_size: int = 64) -> dict[str
         raise TypeError(f"probe_reward_model needs a judge with judge(tasks, trajectories) (a RewardModel, "
                         f"NoisyOracleJudge, ...), got {type(judge).__name__}")
     labels = [s.good for s in probe.steps]
+    result = _measure(scores, predicted, good_votes, labels)
+    mine = [i for i, s in enumerate(probe.steps) if s.source == POLICY_SOURCE]
+    if mine:
+        result[POLICY_SOURCE] = _measure(*([values[i] for i in mine] for values in (scores, predicted, good_votes,
+                                                                                   labels)))
+    return result
+
+
+def _measure(scores: list[float], predicted: list[bool], good_votes: list[float], labels: list[bool]) -> dict[str, Any]:
+    """The probe's metrics on some of its steps (see :func:`probe_reward_model`)."""
+    from rla_train.signals.metrics import auc_interval, balanced_accuracy, balanced_accuracy_interval, roc_auc
+
     good = sum(labels)
     bad = len(labels) - good
     good_right = sum(p for p, label in zip(predicted, labels) if label)

@@ -5,6 +5,8 @@
   (``rla_envs.core.labels``).
 - :func:`balanced_accuracy` — the mean of the recalls on good and on bad steps (plain accuracy on steps
   that are ~90% good rewards a judge that always says "good"; this one gives it 0.5).
+- :func:`vote_balanced_accuracy` / :func:`verdict_balanced_accuracy` — the same for the m votes a step got
+  (each vote a prediction) and for their majority verdict: how right the judgments the policy trains on are.
 - :func:`roc_auc` — how well a judge's score (e.g. P(good)) ranks good steps above bad ones.
 - :func:`outcome_accuracy` — how often the mean judgment over an episode predicts its outcome.
 - :func:`ut_accuracy` / :func:`detect_rate` — the coding variant: share of generated unit tests that are
@@ -23,7 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["majority_vote", "process_accuracy", "balanced_accuracy", "roc_auc", "outcome_accuracy", "ut_accuracy",
+__all__ = ["majority_vote", "process_accuracy", "balanced_accuracy", "vote_balanced_accuracy",
+           "verdict_balanced_accuracy", "roc_auc", "outcome_accuracy", "ut_accuracy",
            "detect_rate", "wilson_interval", "balanced_accuracy_interval", "auc_interval"]
 
 
@@ -76,6 +79,43 @@ def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[bool | None]) 
     predicted, labels = _labelled(predicted, labels, "prediction")
     good = [bool(p) for p, lab in zip(predicted, labels) if lab]
     bad = [not bool(p) for p, lab in zip(predicted, labels) if not lab]
+    if not good or not bad:
+        return None
+    return (sum(good) / len(good) + sum(bad) / len(bad)) / 2
+
+
+def vote_balanced_accuracy(step_votes: Sequence[Sequence[int]], labels: Sequence[bool | None]) -> float | None:
+    """Balanced accuracy of every single vote: the mean of the share of +1 votes among the votes on good steps
+    and the share of -1 votes among the votes on bad steps.
+
+    A vote of 0 (unparseable) is wrong on either class: it gives the policy no signal where the label would.
+    Steps labelled None (undetermined) are skipped. None when the labelled steps lack a class, or a class has no
+    vote. By hand: labels ``[True, False, True]``, votes ``[[1, 1], [-1, 0], [1, -1]]``: good steps 3 of 4 votes
+    +1, the bad step 1 of 2 votes -1, ``(0.75 + 0.5) / 2 = 0.625``.
+    """
+    votes, labels = _labelled(step_votes, labels, "vote list")
+    tally = {True: [0, 0], False: [0, 0]}  # label -> [right votes, votes]
+    for step, label in zip(votes, labels):
+        step = list(step)
+        tally[label][0] += sum(v == (1 if label else -1) for v in step)
+        tally[label][1] += len(step)
+    if not tally[True][1] or not tally[False][1]:
+        return None
+    return (tally[True][0] / tally[True][1] + tally[False][0] / tally[False][1]) / 2
+
+
+def verdict_balanced_accuracy(step_votes: Sequence[Sequence[int]], labels: Sequence[bool | None]) -> float | None:
+    """Balanced accuracy of each step's majority verdict (:func:`majority_vote` of its m votes).
+
+    A tie, or a step with no parseable vote (majority 0), is wrong on either class: the verdict is neither
+    "good" nor "bad". Steps labelled None are skipped; None when a class is missing. By hand: labels
+    ``[True, True, False, False]``, votes ``[[1, 1, -1], [1, -1, 0], [-1, -1, 1], [1, 1, 1]]``: majorities
+    ``+1, 0 (tie), -1, +1``: good 1 of 2, bad 1 of 2 right, ``(0.5 + 0.5) / 2 = 0.5``.
+    """
+    votes, labels = _labelled(step_votes, labels, "vote list")
+    verdicts = [majority_vote(step) for step in votes]
+    good = [v == 1 for v, label in zip(verdicts, labels) if label]
+    bad = [v == -1 for v, label in zip(verdicts, labels) if not label]
     if not good or not bad:
         return None
     return (sum(good) / len(good) + sum(bad) / len(bad)) / 2

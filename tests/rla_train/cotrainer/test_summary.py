@@ -1,0 +1,39 @@
+"""What a run prints at its end (rla_train.cotrainer.summary.format_summary)."""
+
+from __future__ import annotations
+
+from rla_train.cotrainer.judge_metrics import judge_summary
+from rla_train.cotrainer.summary import format_summary
+
+
+def test_the_summary_prints_the_judges_vote_balanced_accuracy_on_the_policys_steps_before_and_after():
+    history = {"rm_probe_before": {"balanced_accuracy": 0.7, "policy": {"vote_balanced_accuracy": 0.6126, "good": 40,
+                                                                        "bad": 20}},
+               "rm_probe_after": {"balanced_accuracy": 0.72, "policy": {"vote_balanced_accuracy": 0.6875}},
+               "judge_on_policy": {"first_step": {"judge_vote_balanced_accuracy": 0.55},
+                                   "last_step": {"judge_vote_balanced_accuracy": 0.58}}}
+    judge = judge_summary(history)
+    assert judge == {"before": 0.6126, "after": 0.6875, "first_step": 0.55, "last_step": 0.58,
+                     "probe_policy_steps": {"good": 40, "bad": 20}}
+    lines = format_summary({"mode": "policy", "steps": 2, "judge_vote_balanced_accuracy": judge}).splitlines()
+    start = lines.index("judge's vote balanced accuracy on the policy's steps (each vote against the step-label "
+                        "oracle):")
+    assert lines[start + 1].split() == ["probe", "steps", "the", "warm-started", "policy", "played", "before",
+                                        "0.613,", "after", "0.688", "(40", "good", "/", "20", "bad",
+                                        "steps)"]
+    assert lines[start + 2].split() == ["votes", "on", "its", "training", "rollouts", "first", "step", "0.550,",
+                                        "last", "step", "0.580"]
+
+
+def test_without_an_oracle_or_a_probe_there_is_no_judge_accuracy_to_print():
+    assert judge_summary({"rm_probe_before": {"balanced_accuracy": 0.7}}) is None
+    assert "judge's vote" not in format_summary({"mode": "outcome_only", "steps": 2})
+    only_steps = judge_summary({"judge_on_policy": {"first_step": {"judge_vote_balanced_accuracy": 0.5},
+                                                    "last_step": {"judge_vote_balanced_accuracy": 0.75}}})
+    assert only_steps == {"before": None, "after": None, "first_step": 0.5, "last_step": 0.75}
+    assert "probe steps" not in format_summary({"judge_vote_balanced_accuracy": only_steps})
+    # the policy's probe steps without a bad one: nothing to measure, and the counts say why
+    no_bad = judge_summary({"rm_probe_before": {"policy": {"vote_balanced_accuracy": None, "good": 30, "bad": 0}}})
+    assert no_bad == {"before": None, "after": None, "first_step": None, "last_step": None,
+                      "probe_policy_steps": {"good": 30, "bad": 0}}
+    assert "before n/a, after n/a  (30 good / 0 bad steps)" in format_summary({"judge_vote_balanced_accuracy": no_bad})
