@@ -49,7 +49,7 @@ from rla_train.cotrainer.run_dir import SCRATCH_DIRS, RunDirError, claim_run_dir
 from rla_train.cotrainer.run_log import RunLog
 from rla_train.reward_model.label_data import warm_start_data
 from rla_train.reward_model.warm_start import warm_start_reward_model
-from rla_train.signals.metrics import outcome_accuracy, success_summary
+from rla_train.signals.metrics import outcome_accuracy, paired_improvement, success_summary
 from rla_train.signals.rewards import outcome_value
 from rla_train.signals.samples import (RewardSpec, advantage_change_fraction, policy_samples, reward_model_samples,
                                        step_rewards)
@@ -69,6 +69,15 @@ def evaluate(engine, tasks, *, desc: str = "held-out") -> dict[str, Any]:
     episodes = play_heldout(engine, tasks, desc=desc)
     return {**success_summary([e.won for e in episodes], [e.num_steps for e in episodes]),
             "outcomes": [int(bool(e.won)) for e in episodes]}
+
+
+def _paired_tests(history: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """After vs before co-training on the same seeded episodes (held-out, probe): exact one-sided McNemar each."""
+    tests = {}
+    for name, before, after in (("heldout_paired", "before", "after"), ("probe_paired", "probe_before", "probe_after")):
+        if history.get(before) and history.get(after):
+            tests[name] = paired_improvement(history[before]["outcomes"], history[after]["outcomes"])
+    return tests
 
 
 def _scalars(prefix: str, result: dict[str, Any]) -> dict[str, float]:
@@ -437,6 +446,7 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
         summary["pool"] = pool_funnel(parts.feeder.pool)
     if (judge := judge_summary(history)) is not None:
         summary["judge_vote_balanced_accuracy"] = judge
+    summary.update(_paired_tests(history))
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 __all__ = ["format_summary"]
@@ -16,17 +15,21 @@ def _success_line(label: str, result: dict[str, Any]) -> str:
 def format_summary(summary: dict[str, Any]) -> str:
     """What the run prints at the end: held-out success, training success on the fixed probe, the reward model's
     balanced accuracy on its labelled probe, its vote balanced accuracy on the policy's steps before and after,
-    the pool's rewrites, and the scalar rest as one JSON line."""
+    the pool's rewrites (every figure, and the rest, is in ``summary.json``)."""
     before_label = "before co-training" + (" (after the warm start)" if "initial" in summary else "")
     lines = ["held-out success:"]
     for key, label in (("initial", "initial model"), ("before", before_label), ("after", "after co-training")):
         if summary.get(key):
             lines.append(_success_line(label, summary[key]))
+    if summary.get("heldout_paired"):
+        lines.append(_paired_line(summary["heldout_paired"]))
     if summary.get("probe_before"):
         lines.append("training-game success on the fixed probe:")
         for key, label in (("probe_before", before_label), ("probe_after", "after co-training")):
             if summary.get(key):
                 lines.append(_success_line(label, summary[key]))
+        if summary.get("probe_paired"):
+            lines.append(_paired_line(summary["probe_paired"]))
     rm_rows = [(k, label) for k, label in (("rm_probe_initial", "untrained"), ("rm_probe_before", "before co-training"),
                                            ("rm_probe_after", "after co-training")) if summary.get(k)]
     if rm_rows:
@@ -53,9 +56,12 @@ def format_summary(summary: dict[str, Any]) -> str:
         pool = summary["pool"]
         lines.append(f"task pool: {pool.get('triggered', 0)} rewrites triggered, {pool.get('generated', 0)} candidates, "
                      f"{pool.get('valid', 0)} valid, {pool.get('measured', 0)} measured, {pool.get('accepted', 0)} accepted")
-    scalars = {k: v for k, v in summary.items() if isinstance(v, (int, float, str)) or k == "warm_start"}
-    lines.append(json.dumps(scalars))
     return "\n".join(lines)
+
+
+def _paired_line(test: dict[str, Any]) -> str:
+    return (f"  {'after vs before, same seeded episodes':<42} {int(test['improved'])} won only after, "
+            f"{int(test['worsened'])} only before: exact McNemar one-sided p = {test['p_one_sided']:.3g}")
 
 
 def _num(value: Any) -> str:

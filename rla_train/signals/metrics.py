@@ -27,7 +27,7 @@ import numpy as np
 
 __all__ = ["majority_vote", "process_accuracy", "balanced_accuracy", "vote_balanced_accuracy",
            "verdict_balanced_accuracy", "roc_auc", "outcome_accuracy", "ut_accuracy",
-           "detect_rate", "wilson_interval", "balanced_accuracy_interval", "auc_interval"]
+           "detect_rate", "wilson_interval", "balanced_accuracy_interval", "auc_interval", "paired_improvement"]
 
 
 def majority_vote(votes: Sequence[int]) -> int:
@@ -265,3 +265,20 @@ def success_summary(won: Sequence[bool], steps: Sequence[int]) -> dict[str, floa
     low, high = wilson_interval(wins, n)
     return {"success_rate": wins / n if n else 0.0, "won": float(wins), "episodes": float(n), "ci_low": low,
             "ci_high": high, "mean_steps": float(np.mean(steps)) if n else 0.0}
+
+
+def paired_improvement(before: Sequence[int], after: Sequence[int]) -> dict[str, float]:
+    """Whether ``after`` wins more of the same seeded episodes than ``before``: exact one-sided McNemar.
+
+    Episode i of both lists is the same task with the same random numbers (0/1 outcomes). Under H0 (no change) each
+    discordant episode is an improvement or a worsening with probability 1/2, so the one-sided p-value is
+    P(X >= improved) with X ~ Binomial(improved + worsened, 1/2); no discordant episode gives 1. Returns
+    ``episodes``, ``improved`` (lost before, won after), ``worsened`` and ``p_one_sided``.
+    """
+    if len(before) != len(after):
+        raise ValueError(f"paired outcomes need the same episodes: {len(before)} before, {len(after)} after")
+    improved = sum(1 for b, a in zip(before, after) if not b and a)
+    worsened = sum(1 for b, a in zip(before, after) if b and not a)
+    discordant = improved + worsened
+    tail = sum(math.comb(discordant, k) for k in range(improved, discordant + 1)) / 2.0**discordant
+    return {"episodes": len(before), "improved": improved, "worsened": worsened, "p_one_sided": min(1.0, tail)}

@@ -37,3 +37,17 @@ def test_without_an_oracle_or_a_probe_there_is_no_judge_accuracy_to_print():
     assert no_bad == {"before": None, "after": None, "first_step": None, "last_step": None,
                       "probe_policy_steps": {"good": 30, "bad": 0}}
     assert "before n/a, after n/a  (30 good / 0 bad steps)" in format_summary({"judge_vote_balanced_accuracy": no_bad})
+
+
+def _success(won, episodes=4):
+    return {"success_rate": won / episodes, "won": won, "episodes": episodes, "ci_low": 0.0, "ci_high": 1.0,
+            "mean_steps": 3.0}
+
+
+def test_the_summary_prints_the_paired_test_and_no_raw_json():
+    summary = {"mode": "policy", "steps": 2, "before": _success(1), "after": _success(3),
+               "heldout_paired": {"episodes": 4, "improved": 2, "worsened": 0, "p_one_sided": 0.25}}
+    lines = format_summary(summary).splitlines()
+    assert lines[-1].strip().startswith("after vs before, same seeded episodes")
+    assert "2 won only after, 0 only before: exact McNemar one-sided p = 0.25" in lines[-1]
+    assert not any(line.lstrip().startswith("{") for line in lines)  # every figure is in summary.json, not on stdout

@@ -129,3 +129,21 @@ def test_auc_interval():
     assert m.auc_interval(1.0, 5, 5) == (1.0, 1.0)  # SE 0 at a perfect ranking (Hanley-McNeil's known edge)
     with pytest.raises(ValueError):
         m.auc_interval(0.5, 0, 4)
+
+
+def test_paired_improvement_is_the_exact_one_sided_mcnemar():
+    from rla_train.signals.metrics import paired_improvement
+
+    before = [0, 0, 0, 1, 1, 0, 1]
+    after = [1, 1, 0, 1, 0, 1, 1]
+    # improved: episodes 0, 1, 5 (3); worsened: episode 4 (1); P(X >= 3 | n=4, 1/2) = (4 + 1) / 16 = 0.3125
+    assert paired_improvement(before, after) == {"episodes": 7, "improved": 3, "worsened": 1, "p_one_sided": 0.3125}
+    # 10 improved, 2 worsened: P(X >= 10 | 12) = (66 + 12 + 1) / 4096 = 0.019287...
+    result = paired_improvement([0] * 10 + [1, 1] + [1] * 5, [1] * 10 + [0, 0] + [1] * 5)
+    assert result["p_one_sided"] == 79 / 4096
+    assert paired_improvement([1, 0], [1, 0])["p_one_sided"] == 1.0  # nothing changed
+    assert paired_improvement([0, 0], [0, 1])["p_one_sided"] == 0.5
+    import pytest
+
+    with pytest.raises(ValueError, match="same episodes"):
+        paired_improvement([0], [0, 1])
