@@ -9,8 +9,9 @@ arm) is a dict::
      "curve": [0.25, 0.31, ...]}                                  # training success per step
 
 Every arm of a seed is evaluated on the same episode list, so outcome i of arm A and outcome i of arm B form a
-pair; pairs from all seeds are pooled for McNemar's test and the paired difference, and the per-seed differences
-give an interval over seeds.
+pair within that seed. The seed is the unit of replication: each seed is its own training run, so episodes of
+different seeds are never pooled into one test. Each comparison gives, per seed, the paired difference and an exact
+McNemar test on that seed's episodes, and over seeds the mean difference with its 95% t-interval (the result to read).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def comparisons(arm_names: Sequence[str]) -> list[tuple[str, str]]:
     ordered = [name for name in ORDERED if name in arm_names]
     pairs = list(zip(ordered, ordered[1:]))
     if "outcome_only" in arm_names:
-        pairs += [("outcome_only", name) for name in arm_names if name not in ordered]
+        pairs += [("outcome_only", name) for name in arm_names if name not in ordered]  # the control arm among them
     return pairs
 
 
@@ -75,11 +76,14 @@ def _paired(a: Mapping[int, Mapping], b: Mapping[int, Mapping], split: str) -> d
         if len(a[s]["splits"][split]) != len(b[s]["splits"][split]):
             raise ValueError(f"seed {s}, split {split}: the arms were evaluated on different episode lists "
                              f"({len(a[s]['splits'][split])} vs {len(b[s]['splits'][split])} episodes)")
-    pooled_a = np.concatenate([a[s]["splits"][split] for s in seeds])
-    pooled_b = np.concatenate([b[s]["splits"][split] for s in seeds])
-    per_seed = [float(np.mean(b[s]["splits"][split]) - np.mean(a[s]["splits"][split])) for s in seeds]
-    return {"mcnemar": mcnemar_exact(pooled_a, pooled_b).to_dict(), "difference": paired_difference(pooled_a, pooled_b),
-            "difference_over_seeds": mean_interval(per_seed), "discordant_rate": float(np.mean(pooled_a != pooled_b))}
+    per_seed = []
+    for s in seeds:
+        outcomes_a, outcomes_b = a[s]["splits"][split], b[s]["splits"][split]
+        per_seed.append({"seed": s, **paired_difference(outcomes_a, outcomes_b),
+                         "mcnemar": mcnemar_exact(outcomes_a, outcomes_b).to_dict(),
+                         "discordant_rate": float(np.mean(np.asarray(outcomes_a) != np.asarray(outcomes_b)))})
+    return {"per_seed": per_seed, "difference_over_seeds": mean_interval([p["difference"] for p in per_seed]),
+            "discordant_rate": float(np.mean([p["discordant_rate"] for p in per_seed]))}
 
 
 def build_table(results: Sequence[Mapping], arm_names: Sequence[str]) -> dict[str, Any]:

@@ -4,7 +4,9 @@ Table 1 of the method orders ``outcome_only < policy < policy+reward < policy+re
 (the policy rewarded by the judge's step votes alone) sits outside that order. The noisy-oracle arms
 (``train.mode=policy`` with ``reward_model.kind=noisy_oracle``: the step-label oracle with each vote flipped with
 probability 1 − a) calibrate the integrated reward: at a = 0.5 the votes carry no information, so that arm must
-match ``outcome_only`` within noise; at a = 0.8 it shows what an informative judge buys.
+match ``outcome_only`` within noise; at a = 0.8 it shows what an informative judge buys. ``control`` is
+``outcome_only`` again from the same warm start with another training random stream (``train.training_stream=1``):
+its difference from ``outcome_only`` is run-to-run noise, the yardstick for every other difference.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ class Arm:
     mode: str
     judge: str = "model"
     oracle_accuracy: float | None = None
+    training_stream: int = 0
 
     def overrides(self) -> list[str]:
         """The ``section.field=value`` config overrides that select this arm on the real stack."""
         values = [f"train.mode={self.mode}", f"reward_model.kind={self.judge}"]
         if self.oracle_accuracy is not None:
             values.append(f"reward_model.oracle_accuracy={self.oracle_accuracy}")
+        if self.training_stream:
+            values.append(f"train.training_stream={self.training_stream}")
         return values
 
     @property
@@ -56,6 +61,7 @@ ARMS: dict[str, Arm] = {arm.name: arm for arm in (
     Arm("reward_only", "reward_only"),
     Arm("oracle@0.5", "policy", judge="noisy_oracle", oracle_accuracy=0.5),
     Arm("oracle@0.8", "policy", judge="noisy_oracle", oracle_accuracy=0.8),
+    Arm("control", "outcome_only", training_stream=1),
 )}
 """Every arm by name."""
 

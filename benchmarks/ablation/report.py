@@ -60,16 +60,19 @@ def format_markdown(table: Mapping[str, Any], *, title: str, facts: Mapping[str,
         lines.append(f"| {name} | {cells[0]} | {cells[1]} | {_percent(row.get('rm_balanced_accuracy'))} | "
                      f"{len(row['seeds'])} |")
     if table["paired"]:
-        lines += ["", "Paired tests (same episodes for both arms; pairs pooled over seeds). B − A in points:", "",
-                  "| A → B | split | B − A [95% Wald CI] | B − A over seeds [95% CI] | won by A only / B only | "
-                  "exact McNemar p |", "|---|---|---|---|---|---|"]
+        lines += ["", "Paired differences B − A in points, the seed as the unit: the mean over seeds with its 95% "
+                  "t-interval, and per seed (same episodes for both arms) the difference, the episodes won by A only / "
+                  "B only and that seed's exact McNemar p. Episodes of different seeds are never pooled.", "",
+                  "| A → B | split | B − A over seeds [95% t-CI] | seeds | per seed: B − A (A only / B only, p) |",
+                  "|---|---|---|---|---|"]
         for test in table["paired"]:
-            d, s, m = test["difference"], test["difference_over_seeds"], test["mcnemar"]
-            over_seeds = (f"{_signed(s['mean'])} [1 seed]" if s["n"] == 1 else
+            s = test["difference_over_seeds"]
+            over_seeds = (f"{_signed(s['mean'])} [1 seed: no interval]" if s["n"] == 1 else
                           f"{_signed(s['mean'])} [{_signed(s['ci_low'])}, {_signed(s['ci_high'])}]")
-            lines.append(f"| {test['a']} → {test['b']} | {_LABELS[test['split']]} | {_signed(d['difference'])} "
-                         f"[{_signed(d['ci_low'])}, {_signed(d['ci_high'])}] | {over_seeds} | "
-                         f"{m['a_only']} / {m['b_only']} | {m['p_value']:.3g} |")
+            seeds = "; ".join(f"{p['seed']}: {_signed(p['difference'])} ({p['mcnemar']['a_only']} / "
+                              f"{p['mcnemar']['b_only']}, p = {p['mcnemar']['p_value']:.2g})" for p in test["per_seed"])
+            lines.append(f"| {test['a']} → {test['b']} | {_LABELS[test['split']]} | {over_seeds} | {s['n']} | "
+                         f"{seeds} |")
     for split, trend in table["trend"].items():
         lines += ["", f"Trend test ({_LABELS[split]}, Cochran–Armitage over {' < '.join(trend['arms'])}, pooled "
                       f"episodes; conservative for paired arms): z = {trend['z']:+.2f}, p = {trend['p_value']:.3g}."]

@@ -279,14 +279,16 @@ def run_synthetic_arm(arm: Arm, seed: int, setup: SyntheticSetup = SyntheticSetu
     from rla_envs.curriculum.rewriters import MutatorRewriter
 
     world = _world(seed, setup)
-    play_rng, judge_rng, adapt_rng = (np.random.default_rng([seed, k]) for k in (1, 2, 3))
+    stream = 10 * arm.training_stream  # the control arm: the same world, other training draws
+    play_rng, judge_rng, adapt_rng = (np.random.default_rng([seed, k + stream]) for k in (1, 2, 3))
     theta = world.theta0.copy()
     judge_logit = math.log(setup.judge_start_accuracy / (1 - setup.judge_start_accuracy))
     accuracy = arm.oracle_accuracy if arm.judge == "noisy_oracle" else setup.judge_start_accuracy
     pool = TaskPool(world.train_tasks, PoolConfig(strategy="learnability",
                                                   rewrite_rule="ours" if arm.adapts_env else "none",
                                                   group_size=setup.group_size, measure_rollouts=setup.measure_rollouts,
-                                                  zero_variance_repeats=2, snapshot_every=0, seed=seed))
+                                                  zero_variance_repeats=2, snapshot_every=0,
+                                                  seed=seed + 1_000_000 * arm.training_stream))
     spec = RewardSpec(use_outcome=arm.mode != "reward_only", use_judgments=arm.uses_judge,
                       lam=setup.step_reward_weight)
     family, curve, train_curve, since_adapt, accepted = SyntheticFamily(setup.skills), [], [], 0, 0

@@ -296,6 +296,10 @@ class RunConfig(Section):
                         "see rla_train.config.MODES)", choices=tuple(MODES))
     steps: int = setting(12, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
     seed: int = setting(0, "seed of everything: rollouts, sampling, the pool, model initialisation")
+    training_stream: int = setting(0, "another random stream for training alone: shifts the seed of the training "
+                                   "rollouts and of the pool's sampling by 1,000,000 x this, while the models, the warm start "
+                                   "and every evaluation keep train.seed (the ablation's control arm: the same run again "
+                                   "with other training draws, to measure run-to-run noise)", ge=0)
     warm_start_sft_steps: int = setting(600, "supervised steps on the env expert's demonstrations before RL (0 = none)",
                                         ge=0)
     warm_start_demos: int = setting(480, "demonstrations played by the env's (searching) expert for the warm start", ge=0)

@@ -175,8 +175,13 @@ def _rewriter(config: TrainConfig, policy_backend, rm_text):
     return LLMRewriter(BackendText(backend, SamplingParams(max_new_tokens=1024, temperature=1.0)), batch=True)
 
 
+TRAINING_STREAM_STRIDE = 1_000_000
+"""``train.training_stream`` k shifts the training rollouts' and the pool's seeds by k x this (ranks add 0..N-1)."""
+
+
 def _feeder(config: TrainConfig, tasks, engine, reward_model, rewriter):
-    pool = TaskPool(tasks, config.pool.pool_config(group_size=config.rollout.group_size, seed=config.train.seed))
+    stream_seed = config.train.seed + TRAINING_STREAM_STRIDE * config.train.training_stream
+    pool = TaskPool(tasks, config.pool.pool_config(group_size=config.rollout.group_size, seed=stream_seed))
     if reward_model is not None:
         diagnoser = RewardModelDiagnoser(reward_model)
     else:
@@ -212,7 +217,8 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
     agent = build_agent(config)
     engine = RolloutEngine(env_spec(config, config.env.train_options), agent, policy_backend,
                            num_envs=config.env.num_envs, **env_workers(config),
-                           sampling=policy_sampling(config), seed=seed + rank, progress=progress)
+                           sampling=policy_sampling(config),
+                           seed=seed + TRAINING_STREAM_STRIDE * config.train.training_stream + rank, progress=progress)
     plan = heldout_plan(config)
     eval_engine = heldout_engine(plan, agent, eval_backend, progress=progress)
     eval_tasks = heldout_tasks(eval_engine, plan)

@@ -198,7 +198,38 @@ def test_cli_report_only_tabulates_the_finished_runs_and_names_the_rest(tmp_path
     assert table["rows"]["outcome_only"]["seeds"] == [0, 1] and table["rows"]["policy"]["seeds"] == [0]
     assert table["rows"]["outcome_only"]["in_domain"]["won"] == 2
     [pair] = [p for p in table["paired"] if p["split"] == "in_domain"]
-    assert pair["mcnemar"]["b_only"] + pair["mcnemar"]["a_only"] == 2  # paired on seed 0 only: 2 discordant episodes
+    [seed0] = pair["per_seed"]                                 # paired on seed 0 only: 2 discordant episodes
+    assert seed0["seed"] == 0 and seed0["mcnemar"]["b_only"] + seed0["mcnemar"]["a_only"] == 2
     report = (tmp_path / "real" / "table.md").read_text()
     assert "Not finished, so not in this table: reward_only (seed 0), policy (seed 1), reward_only (seed 1)." in report
     assert not (tmp_path / "real" / "seed-1" / "warm-start").exists()  # nothing was trained
+
+
+def test_seeds_are_the_unit_no_test_pools_episodes_of_different_seeds():
+    from benchmarks.ablation.aggregate import build_table
+
+    # seed 0: B wins 3 episodes A lost (+0.75); seed 1: A wins 1 that B lost (-0.25). Pooled McNemar would see 3 / 1
+    # over 8 episodes as one run; per seed each test sees its own 4 episodes, and the mean over seeds is
+    # (0.75 - 0.25) / 2 = 0.25 with a t-interval from the two seeds' differences.
+    results = [{"arm": "outcome_only", "seed": 0, "splits": {"in_domain": [0, 0, 0, 1]}},
+               {"arm": "control", "seed": 0, "splits": {"in_domain": [1, 1, 1, 1]}},
+               {"arm": "outcome_only", "seed": 1, "splits": {"in_domain": [1, 0, 0, 0]}},
+               {"arm": "control", "seed": 1, "splits": {"in_domain": [0, 0, 0, 0]}}]
+    [pair] = build_table(results, ["outcome_only", "control"])["paired"]
+    assert (pair["a"], pair["b"]) == ("outcome_only", "control")
+    assert [(p["seed"], p["difference"], p["mcnemar"]["a_only"], p["mcnemar"]["b_only"]) for p in pair["per_seed"]] \
+        == [(0, 0.75, 0, 3), (1, -0.25, 1, 0)]
+    assert pair["per_seed"][0]["mcnemar"]["p_value"] == 0.25       # 2 * P(X <= 0 | n=3) = 2/8
+    over = pair["difference_over_seeds"]
+    assert over["n"] == 2 and over["mean"] == 0.25
+    # t(1) 97.5% = 12.706; sd of (0.75, -0.25) = 0.7071; half width = 12.706 * 0.7071 / sqrt(2) = 6.353
+    assert abs((over["ci_high"] - over["ci_low"]) / 2 - 6.353) < 1e-3
+    assert "mcnemar" not in pair                                    # no pooled test
+
+
+def test_the_control_arm_is_outcome_only_with_another_training_stream():
+    from benchmarks.ablation.arms import ARMS
+
+    assert ARMS["control"].overrides() == ["train.mode=outcome_only", "reward_model.kind=model",
+                                           "train.training_stream=1"]
+    assert ARMS["outcome_only"].overrides() == ["train.mode=outcome_only", "reward_model.kind=model"]
