@@ -87,10 +87,10 @@ def _scalars(prefix: str, result: dict[str, Any]) -> dict[str, float]:
 
 def _phase(progress: bool, message: str) -> None:
     """One line saying which phase of the run starts (beside the progress bars, on stderr)."""
-    if progress:  # tqdm.write clears the live bars' line first, so every phase line starts a line of its own
-        from tqdm.auto import tqdm
+    if progress:  # tqdm.write clears the live bars' line first, so every phase line starts a line of its own; in a
+        from tqdm.auto import tqdm  # log file (no terminal) a newline ends the bar's line too, so grep '^\[rla\]' finds it
 
-        tqdm.write(f"[rla] {message}", file=sys.stderr)
+        tqdm.write(("" if sys.stderr.isatty() else "\n") + f"[rla] {message}", file=sys.stderr)
 
 
 def _evaluations(parts, label: str, progress: bool = False) -> dict[str, dict[str, Any]]:

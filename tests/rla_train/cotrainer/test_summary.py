@@ -51,3 +51,18 @@ def test_the_summary_prints_the_paired_test_and_no_raw_json():
     assert lines[-1].strip().startswith("after vs before, same seeded episodes")
     assert "2 won only after, 0 only before: exact McNemar one-sided p = 0.25" in lines[-1]
     assert not any(line.lstrip().startswith("{") for line in lines)  # every figure is in summary.json, not on stdout
+
+
+def test_a_phase_line_starts_its_own_line_in_a_log_beside_a_live_progress_bar(capsys):
+    import sys
+
+    from tqdm.auto import tqdm
+
+    from rla_train.cotrainer.loop import _phase
+
+    bar = tqdm(total=10, file=sys.stderr, leave=False, desc="rollouts")
+    bar.update(3)  # a bar's line ends in a carriage return, not a newline
+    _phase(True, "co-training steps 1-12")
+    bar.close()
+    lines = capsys.readouterr().err.split("\n")  # lines as grep sees them (splitlines would also split at \r)
+    assert "[rla] co-training steps 1-12" in lines  # what grep '^\[rla\]' finds in a redirected stderr
