@@ -72,6 +72,16 @@ def _refuse_earlier_run(run_dir: Path, overwrite: bool) -> None:
                           "--overwrite, or choose another output.dir")
 
 
+def _lock_or_refuse(fd: int, run_dir: Path) -> None:
+    """Take the exclusive lock on the open lock file ``fd``, or raise naming the live run that holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = lock_holder(run_dir)
+        raise RunDirError(f"{run_dir} is in use by another run (pid {holder if holder else 'unknown'}); wait for "
+                          "it to finish, or choose another output.dir") from None
+
+
 def check_run_dir(run_dir: str | os.PathLike, *, resume: bool = False, overwrite: bool = False) -> None:
     """Raise the :class:`RunDirError` that :func:`claim_run_dir` would raise now, changing nothing on disk.
 
@@ -93,11 +103,7 @@ def check_run_dir(run_dir: str | os.PathLike, *, resume: bool = False, overwrite
             fd = None
         if fd is not None:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = lock_holder(run_dir)
-                raise RunDirError(f"{run_dir} is in use by another run (pid {holder if holder else 'unknown'}); wait "
-                                  "for it to finish, or choose another output.dir") from None
+                _lock_or_refuse(fd, run_dir)
             finally:
                 os.close(fd)
     if not resume and not overwrite:
@@ -120,12 +126,7 @@ def claim_run_dir(run_dir: str | os.PathLike, *, resume: bool = False, overwrite
     run_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = lock_holder(run_dir)
-            raise RunDirError(f"{run_dir} is in use by another run (pid {holder if holder else 'unknown'}); wait for "
-                              "it to finish, or choose another output.dir") from None
+        _lock_or_refuse(fd, run_dir)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         if not resume:

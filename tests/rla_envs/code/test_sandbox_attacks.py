@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,6 +27,7 @@ from tests.paths import SANDBOX_ATTACKS
 
 from rla_envs.code.sandbox import Call, ConfinementUnavailable, Limits
 from rla_envs.code.sandbox.session import _GRACE_S as KILL_GRACE_S
+from tests.rla_envs.code.sandbox_helpers import CountingListener
 
 CORPUS = SANDBOX_ATTACKS
 SLOTS = 5  # all five stdio runs of a file at once: a hanging attack costs one T, not three
@@ -62,29 +62,15 @@ def _hidden_tests() -> list[dict]:
 # -- host fixtures ---------------------------------------------------------------------------------
 
 
-class Listener:
+class Listener(CountingListener):
     """A TCP listener on 127.0.0.1 that counts the connections it accepts."""
 
     def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.count = 0
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.count += 1
-            conn.close()
-
-    def close(self) -> None:
-        self.sock.close()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        self.port = sock.getsockname()[1]
+        super().__init__(sock)
 
 
 class Host:

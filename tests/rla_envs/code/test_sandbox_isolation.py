@@ -13,14 +13,14 @@ import shutil
 import socket
 import sysconfig
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from rla_envs.code.sandbox import Call, ConfinementUnavailable, Limits, make_sandbox
+from rla_envs.code.sandbox import Call, Limits
 from tests.rla_envs.code.test_sandbox_local import live_processes_of
+from tests.rla_envs.code.sandbox_helpers import CountingListener, local_sandbox
 
 SLOTS = 2
 LIMITS = Limits(timeout_s=20.0)  # generous: these tests assert what is reachable, not how fast
@@ -28,14 +28,7 @@ LIMITS = Limits(timeout_s=20.0)  # generous: these tests assert what is reachabl
 
 @pytest.fixture(scope="module")
 def box():
-    if os.geteuid() != 0:
-        pytest.skip("the local sandbox needs root (uid switch, namespaces)")
-    try:
-        sandbox = make_sandbox("local", slots=SLOTS)
-    except ConfinementUnavailable as exc:
-        pytest.skip(f"this machine cannot confine: {exc}")
-    yield sandbox
-    sandbox.close()
+    yield from local_sandbox(SLOTS)
 
 
 def needs_slot_cgroups(box) -> None:
@@ -108,28 +101,16 @@ def test_sysv_ipc_of_one_run_is_not_seen_by_another_nor_outlives_it(box):
 # -- Unix sockets ----------------------------------------------------------------------------------
 
 
-class UnixService:
+class UnixService(CountingListener):
     """A 0666 Unix-socket listener at ``path`` that counts the connections it accepts."""
 
     def __init__(self, path: str) -> None:
-        self.path, self.count = path, 0
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
+        self.path = path
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(path)
         os.chmod(path, 0o666)
-        self.sock.listen(4)
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.count += 1
-            conn.close()
-
-    def close(self) -> None:
-        self.sock.close()
+        sock.listen(4)
+        super().__init__(sock)
 
 
 def _service_dir(where: str) -> str:

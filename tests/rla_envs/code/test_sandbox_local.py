@@ -12,6 +12,7 @@ import pytest
 from rla_envs.code.sandbox import Call, CallResult, ConfinementUnavailable, Limits, Sandbox, make_sandbox
 from rla_envs.code.sandbox.base import UnsupportedValue, decode_value, encode_value
 from tests.paths import REPO_ROOT
+from tests.rla_envs.code.sandbox_helpers import local_sandbox
 
 SLOTS = 2
 FAST = Limits(timeout_s=5.0)  # generous: the test machine is shared and often loaded
@@ -19,14 +20,7 @@ FAST = Limits(timeout_s=5.0)  # generous: the test machine is shared and often l
 
 @pytest.fixture(scope="module")
 def box():
-    if os.geteuid() != 0:
-        pytest.skip("the local sandbox needs root (uid switch, namespaces)")
-    try:
-        sandbox = make_sandbox("local", slots=SLOTS)
-    except ConfinementUnavailable as exc:
-        pytest.skip(f"this machine cannot confine: {exc}")
-    yield sandbox
-    sandbox.close()
+    yield from local_sandbox(SLOTS)
 
 
 def uids(box) -> range:
