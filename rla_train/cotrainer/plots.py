@@ -50,11 +50,18 @@ PANELS = (
     # GRPO's loss at ratio 1 is -mean(advantage), 0 for z-scored advantages: the gradient norm shows the update
     Panel("Updates (gradient norm before clipping)", ["policy_grad_norm", "rm_grad_norm"],
            labels={"policy_grad_norm": "policy", "rm_grad_norm": "reward model"}, ylabel="gradient norm"),
-    Panel("Reward-model accuracy", ["rm_process_accuracy", "process_accuracy", "rm_outcome_accuracy",
-                                     "outcome_accuracy"], points=["rm_probe_balanced_accuracy"], ylim=(-0.02, 1.02),
-           labels={"rm_process_accuracy": "process (steps)", "process_accuracy": "process (steps)",
-                   "rm_outcome_accuracy": "outcome (episode mean vote)", "outcome_accuracy": "outcome",
-                   "rm_probe_balanced_accuracy": "balanced, labelled probe"}, ylabel="accuracy"),
+    # balanced accuracies (0.5 = chance) of the judge on the policy's own rollouts, against the step-label oracle; the
+    # outcome accuracy is not balanced: with mostly lost episodes a judge that mostly says "good" scores low on it
+    Panel("The judge on the policy's own steps (balanced: 0.5 = chance)",
+          ["judge_vote_balanced_accuracy", "judge_verdict_balanced_accuracy", "rm_process_accuracy",
+           "process_accuracy", "rm_outcome_accuracy", "outcome_accuracy"], points=["rm_probe_balanced_accuracy"],
+          ylim=(-0.02, 1.02),
+          labels={"judge_vote_balanced_accuracy": "each vote (balanced)",
+                  "judge_verdict_balanced_accuracy": "majority of m (balanced)",
+                  "rm_process_accuracy": "process (steps)", "process_accuracy": "process (steps)",
+                  "rm_outcome_accuracy": "outcome: mean vote's sign = outcome (not balanced)",
+                  "outcome_accuracy": "outcome (not balanced)",
+                  "rm_probe_balanced_accuracy": "labelled probe (balanced)"}, ylabel="accuracy"),
     Panel("The judge's effect on the policy", ["policy_advantage_changed_fraction", "judge_good_vote_fraction",
                                                  "zero_variance_fraction"], ylim=(-0.02, 1.02),
            labels={"policy_advantage_changed_fraction": "advantages changed by the judge",
