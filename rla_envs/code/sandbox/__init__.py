@@ -37,9 +37,11 @@ BACKENDS: dict[str, str] = {
 def make_sandbox(backend: str = "local", **kwargs) -> Sandbox:
     """Build the sandbox ``backend`` (``"local"``); keyword arguments go to its constructor.
 
-    ``local`` takes ``slots`` (concurrent sessions, one uid each), ``uid_base``, ``packages`` (what a
-    program may import beyond the standard library; none by default) and ``unsafe`` (run without
-    confinement on a machine that cannot confine — only for code you trust).
+    ``local`` takes ``slots`` (concurrent sessions, one uid each), ``uid_base`` (a block of uids no account,
+    group or subordinate-id range owns; by default a free one is picked), ``packages`` (what a program may import
+    beyond the standard library; none by default), ``work_mb`` (each run's private tmpfs work dir, MiB), ``cpus``
+    (each slot's CPU quota, in cores, where cgroups are available) and ``unsafe`` (run without confinement on a
+    machine that cannot confine — only for code you trust).
     """
     import importlib
 
