@@ -72,6 +72,16 @@ def _refuse_earlier_run(run_dir: Path, overwrite: bool) -> None:
                           "--overwrite, or choose another output.dir")
 
 
+def _refuse_bad_request(run_dir: str | os.PathLike, resume: bool, overwrite: bool) -> Path:
+    """The checks that need no lock: not both ``resume`` and ``overwrite``, and not a file; returns the path."""
+    if resume and overwrite:
+        raise RunDirError("--resume continues a run and --overwrite clears it; pass one of them")
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"{run_dir} is a file, not a run directory; choose another output.dir")
+    return run_dir
+
+
 def _lock_or_refuse(fd: int, run_dir: Path) -> None:
     """Take the exclusive lock on the open lock file ``fd``, or raise naming the live run that holds it."""
     try:
@@ -88,13 +98,9 @@ def check_run_dir(run_dir: str | os.PathLike, *, resume: bool = False, overwrite
     The command line calls it before its heavy imports (torch, transformers: seconds), so a run directory in
     use or holding an earlier run is refused at once; :func:`claim_run_dir` still checks again when it takes the lock.
     """
-    if resume and overwrite:
-        raise RunDirError("--resume continues a run and --overwrite clears it; pass one of them")
-    run_dir = Path(run_dir)
+    run_dir = _refuse_bad_request(run_dir, resume, overwrite)
     if not run_dir.exists():
         return
-    if not run_dir.is_dir():
-        raise RunDirError(f"{run_dir} is a file, not a run directory; choose another output.dir")
     lock = run_dir / LOCK_FILE
     if lock.exists():
         try:
@@ -118,11 +124,7 @@ def claim_run_dir(run_dir: str | os.PathLike, *, resume: bool = False, overwrite
         RunDirError: another live process holds the directory (its pid is named); or a fresh run finds it not
             empty; or both ``resume`` and ``overwrite`` were asked for.
     """
-    if resume and overwrite:
-        raise RunDirError("--resume continues a run and --overwrite clears it; pass one of them")
-    run_dir = Path(run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunDirError(f"{run_dir} is a file, not a run directory; choose another output.dir")
+    run_dir = _refuse_bad_request(run_dir, resume, overwrite)
     run_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
