@@ -207,11 +207,17 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+PF_EXITING = 0x4  # a task's flag (field 9 of /proc/<pid>/stat) from the start of its exit
+
+
 def _cpu_quota_of(pid: int) -> float | None | str:
     """Cores of CPU the cgroup of ``pid`` may use (None: unbounded; "gone": the process is exiting)."""
     try:
+        flags = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[6])
         lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-    except OSError:
+    except (OSError, IndexError, ValueError):
+        return "gone"
+    if flags & PF_EXITING:  # the spinners' intermediate parents, on their way out, may already show the root
         return "gone"
     if not lines:
         return "gone"
@@ -229,13 +235,28 @@ def _cpu_quota_of(pid: int) -> float | None | str:
     return None
 
 
+def _settled_quotas(uid: int, slot_cpus: float, within_s: float = 10.0) -> tuple[list[int], dict]:
+    """The live processes of ``uid`` and their CPU quotas, once every one is bounded or ``within_s`` has passed.
+
+    A process the listing catches while it exits (the intermediate parents of the spinners) can read as
+    unbounded for an instant and is gone the next; a spinner outside the slot stays and stays unbounded.
+    """
+    deadline = time.monotonic() + within_s
+    while True:
+        pids = live_processes_of(range(uid, uid + 1))
+        quotas = {pid: quota for pid in pids if (quota := _cpu_quota_of(pid)) != "gone"}
+        bounded = all(q is not None and q <= slot_cpus for q in quotas.values())
+        if bounded or time.monotonic() >= deadline:
+            return pids, quotas
+        time.sleep(0.05)
+
+
 def test_setsid_spinners_are_bounded_by_their_slot_and_die_with_the_run(box):
     needs_slot_cgroups(box)
     with box.session(SPINNERS.format(n=6), LIMITS) as session:
         assert session.call(Call(function="ready")).status == "ok"
-        spinners = live_processes_of(range(session.uid, session.uid + 1))
+        spinners, quotas = _settled_quotas(session.uid, box.capabilities()["slot_cpus"])
         assert len(spinners) >= 6
-        quotas = {pid: quota for pid in spinners if (quota := _cpu_quota_of(pid)) != "gone"}
         assert len(quotas) >= 6 and all(q is not None and q <= box.capabilities()["slot_cpus"] for q in quotas.values()), quotas
         before, start = _cpu_seconds(spinners), time.monotonic()
         honest = stdio(box, "print(sum(range(10**6)))\n")  # the other slot, beside the spinners
