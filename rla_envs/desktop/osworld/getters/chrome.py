@@ -27,6 +27,7 @@ from rla_envs.desktop.osworld.devtools import ChromeDevTools, ChromeTab
 from rla_envs.desktop.osworld.errors import EvaluationError
 from rla_envs.desktop.osworld.getters.context import EvalContext, Getter, target_path
 from rla_envs.desktop.osworld.urls import dash_part, product_path_params, query_params
+from rla_envs.desktop.osworld.session_probe import probe_command
 
 __all__ = ["GETTERS", "TAB_GETTERS"]
 
@@ -191,7 +192,7 @@ _SHORTCUTS_SCRIPT = ("import glob, json, os\n"
 def get_shortcuts_on_desktop(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str, str]:
     """``{file name: content}`` of every ``.desktop`` file on the session's desktop (``~/Desktop``)."""
     try:
-        reply = ctx.client.execute(["python3", "-c", _SHORTCUTS_SCRIPT])
+        reply = ctx.client.execute(probe_command(_SHORTCUTS_SCRIPT))
         return json.loads(reply.get("output") or "{}")
     except (ControllerError, ValueError) as exc:
         raise EvaluationError(f"shortcuts_on_desktop: {exc}") from exc

@@ -9,6 +9,7 @@ from typing import Any
 from rla_envs.desktop.client import ControllerError
 from rla_envs.desktop.osworld.errors import EvaluationError
 from rla_envs.desktop.osworld.getters.context import EvalContext, Getter
+from rla_envs.desktop.osworld.session_probe import probe_command
 
 __all__ = ["GETTERS", "TREE_SCRIPT"]
 
@@ -32,7 +33,7 @@ def get_list_directory(ctx: EvalContext, config: Mapping[str, Any]) -> dict[str,
     if not isinstance(path, str) or not path:
         raise EvaluationError(f"list_directory: needs a string 'path', got {path!r:.200}")
     try:
-        reply = ctx.client.execute(["python3", "-c", TREE_SCRIPT, path])
+        reply = ctx.client.execute(probe_command(TREE_SCRIPT, path))
         return json.loads(reply.get("output") or "null")
     except (ControllerError, ValueError) as exc:
         raise EvaluationError(f"list_directory: could not list {path} in the session: {exc}") from exc

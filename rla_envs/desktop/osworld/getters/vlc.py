@@ -16,6 +16,7 @@ from typing import Any
 from rla_envs.desktop.client import ControllerError
 from rla_envs.desktop.osworld.errors import EvaluationError
 from rla_envs.desktop.osworld.getters.context import EvalContext, Getter, target_path
+from rla_envs.desktop.osworld.session_probe import probe_command
 
 __all__ = ["GETTERS", "VLC_HTTP_PORT", "VLC_HTTP_PASSWORD", "VLCRC", "VIDEO_SUBTYPES"]
 
@@ -79,7 +80,7 @@ def get_vlc_playing_info(ctx: EvalContext, config: Mapping[str, Any]) -> str | N
     running, so it plays nothing (OSWorld's evaluation fails there instead).
     """
     reply = _run(ctx, "vlc_playing_info",
-                 ["python3", "-c", _STATUS_SCRIPT, str(VLC_HTTP_PORT), VLC_HTTP_PASSWORD])
+                 probe_command(_STATUS_SCRIPT, str(VLC_HTTP_PORT), VLC_HTTP_PASSWORD))
     if reply.get("returncode") in (2, 3):
         return None
     if reply.get("returncode") != 0:
@@ -96,7 +97,7 @@ def get_vlc_playing_info(ctx: EvalContext, config: Mapping[str, Any]) -> str | N
 def get_vlc_config(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
     """VLC's settings file (``~/.config/vlc/vlcrc`` in the session) saved as ``dest``: its local path, or None
     when VLC has not written one yet."""
-    reply = _run(ctx, "vlc_config", ["python3", "-c", f"import os; print(os.path.expanduser({VLCRC!r}))"])
+    reply = _run(ctx, "vlc_config", probe_command(f"import os; print(os.path.expanduser({VLCRC!r}))"))
     path = (reply.get("output") or "").strip()
     if reply.get("returncode") != 0 or not path.startswith("/"):
         raise EvaluationError(f"vlc_config: could not find the session's home: {reply.get('error')!r:.300}")
@@ -114,7 +115,7 @@ def get_vlc_config(ctx: EvalContext, config: Mapping[str, Any]) -> str | None:
 def get_default_video_player(ctx: EvalContext, config: Mapping[str, Any]) -> str:
     """The desktop file most video types open with (``xdg-mime query default``'s line, newline included, e.g.
     ``"vlc.desktop\\n"``), or ``"unknown"`` when none has a default."""
-    reply = _run(ctx, "default_video_player", ["python3", "-c", _DEFAULT_APPS_SCRIPT, *_UNIQUE_VIDEO_SUBTYPES])
+    reply = _run(ctx, "default_video_player", probe_command(_DEFAULT_APPS_SCRIPT, *_UNIQUE_VIDEO_SUBTYPES))
     try:
         defaults = json.loads(reply.get("output") or "")
     except ValueError as exc:
