@@ -10,9 +10,12 @@ What the session's code can do:
 * **user**: uid 1000 (``user``) in its own user namespace with no capabilities (``--cap-drop ALL``,
   ``no_new_privs``, so setuid programs gain nothing). A host running as root starts the session as
   ``nobody``, so on the host its processes own nothing; otherwise as the host user, without capabilities.
-* **files**: the host's filesystem read-only, its own ``/tmp`` and ``/var/tmp`` (tmpfs) and its own writable
-  ``/home/user`` (a temporary directory of the host, bound there), so OSWorld's absolute paths work and
-  several sessions run side by side; its own ``/etc/passwd`` and ``/etc/group`` naming ``user``.
+* **files**: the host's system read-only and nothing else of the host (:func:`system_view`: ``/usr``, ``/etc``,
+  ``/sys``, the font and D-Bus state under ``/var``, and the desktop runtime's own prefix; no ``/root``,
+  ``/home``, ``/srv``, ``/mnt``, ``/opt``, ``/run`` or project checkout), its own ``/tmp``, ``/var/tmp`` and
+  ``/run`` (tmpfs) and its own writable ``/home/user`` (a temporary directory of the host, bound there), so
+  OSWorld's absolute paths work and several sessions run side by side; its own ``/etc/passwd`` and
+  ``/etc/group`` naming ``user``.
 * **devices**: a minimal ``/dev`` (null, zero, full, random, urandom, tty, pts, shm), none of the host's.
 * **network**: its own network namespace holding only a loopback interface. The host reaches the controller
   through a Unix socket (mode 0600) in a directory bound into the session; every request needs the token.
@@ -36,7 +39,7 @@ from pathlib import Path
 from rla_envs.core.closing import ClosesOnExit
 from rla_envs.core.errors import RlaError
 
-__all__ = ["LocalSession", "SessionError", "runtime_python", "SESSION_MARKER_ENV", "INSTALL_HINT"]
+__all__ = ["LocalSession", "SessionError", "runtime_python", "system_view", "SESSION_MARKER_ENV", "INSTALL_HINT"]
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +157,40 @@ def runtime_python(python: str | None = None) -> str:
     return candidate
 
 
+SYSTEM_DIRS = ("/usr", "/etc", "/sys", "/var/lib/dbus", "/var/cache/fontconfig")
+"""The host directories a session sees (read-only): the installed programs, their settings, and the state the
+desktop's apps read (the D-Bus machine id, the font cache). Everything else of the host is absent."""
+ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+"""Top-level names that merged-/usr systems make links into ``/usr`` (and older ones real directories)."""
+
+
+def system_view(python: str, root: str = "/") -> list[str]:
+    """bubblewrap arguments giving a session the host's system read-only, and the runtime ``python``'s prefix.
+
+    The runtime's prefix (the venv ``python`` lives in, and the interpreter a venv's ``pyvenv.cfg`` names) is
+    bound where it lies unless ``/usr`` holds it already.
+    """
+    args: list[str] = []
+    for name in ROOT_LINKS:
+        path = os.path.join(root, name)
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), f"/{name}"]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, f"/{name}"]
+    prefixes = [os.path.dirname(os.path.dirname(os.path.abspath(python)))]
+    config = Path(prefixes[0]) / "pyvenv.cfg"
+    if config.is_file():
+        for line in config.read_text(errors="replace").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "home" and value.strip():
+                prefixes.append(os.path.dirname(os.path.abspath(value.strip())))
+    extra = [d for d in dict.fromkeys(prefixes) if not any(d == s or d.startswith(s + "/") for s in SYSTEM_DIRS)]
+    for directory in (*SYSTEM_DIRS, *extra):
+        if os.path.isdir(os.path.join(root, directory.lstrip("/"))):
+            args += ["--ro-bind", os.path.join(root, directory.lstrip("/")), directory]
+    return [*args, "--tmpfs", "/run"]
+
+
 def missing_tools() -> list[str]:
     """The host programs a local session needs that are not installed."""
     return [tool for tool in ("bwrap", "Xvfb", "openbox", "dbus-daemon", "wmctrl") if shutil.which(tool) is None]
@@ -227,7 +264,7 @@ class LocalSession(ClosesOnExit):
         assert self._dir is not None
         return [
             "bwrap",
-            "--ro-bind", "/", "/",
+            *system_view(self.python),
             "--dev", "/dev",
             "--proc", "/proc",
             "--tmpfs", "/tmp",

@@ -11,6 +11,7 @@ It imports no rla code: it runs under Debian's python3 (or the runtime venv made
 Modules:
     boot.py       the session's processes: Xvfb, D-Bus, AT-SPI, openbox, and the environment apps get
     home.py       the home template: seeding, snapshot and restore on reset
+    scratch.py    /tmp and /var/tmp: what the booted desktop made stays, the rest is removed on reset
     processes.py  launching, running and tracking apps; killing them on reset
     screen.py     screenshots (raw RGB and PNG) with mss
     a11y.py       the AT-SPI tree as OSWorld's XML

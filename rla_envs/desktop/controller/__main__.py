@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     from controller.boot import boot_desktop, stop_desktop
     from controller.home import HomeTemplate
     from controller.processes import ProcessTracker
+    from controller.scratch import ScratchDirs
     from controller.screen import Screen
 
     width, height = args.screen
@@ -80,8 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     actions = ActionRunner(desktop.env, str(home), adopt=tracker.adopt)
     actions.start()
     tracker.mark_core()
+    scratch = ScratchDirs()
+    scratch.snapshot()  # the booted desktop's own entries: what every reset leaves
     state = State(env=desktop.env, home=home, tracker=tracker, template=template, screen=Screen(), token=token,
-                  actions=actions)
+                  actions=actions, scratch=scratch)
     app = create_app(state)
 
     import pyautogui  # needs $DISPLAY, set by boot_desktop

@@ -27,6 +27,7 @@ from controller.action_runner import ActionRunner
 from controller.home import HomeTemplate
 from controller.openers import describe_openers, opener_for
 from controller.processes import CommandError, ProcessTracker, normalise_command
+from controller.scratch import ScratchDirs
 from controller.screen import Screen
 
 __all__ = ["State", "create_app"]
@@ -53,6 +54,8 @@ class State:
     screen: Screen
     token: str
     actions: ActionRunner
+    scratch: ScratchDirs | None = None
+    """The scratch folders' entries at boot (None: a reset leaves /tmp as it is)."""
 
 
 def _expand(path: str, home: Path) -> Path:
@@ -198,6 +201,8 @@ def create_app(state: State) -> FastAPI:
         started = time.monotonic()
         state.actions.reset()  # first: a wedged action must not hold the desktop
         killed = state.tracker.kill_apps(spare={state.actions.pid} - {None})
+        if state.scratch is not None:  # the apps are gone: nothing writes there any more
+            state.scratch.clear()
         state.template.restore()
         if gui_lock.acquire(timeout=GUI_LOCK_TIMEOUT_S):
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import shutil
 import stat
 
 import pytest
@@ -132,12 +133,14 @@ def test_reset_closes_apps_and_restores_the_home(local_provider):
     client = local_provider.start()
     local_provider.reset()
     listing = client.execute(["sh", "-c", "cd ~ && find . | sort"])["output"]
+    scratch_before = client.execute(["sh", "-c", "ls -A /tmp /var/tmp"])["output"]
     client.upload("/home/user/notes.txt", b"text")
     client.upload("/home/user/.config/extra/settings.ini", b"[x]")
     client.execute("echo changed >> ~/.config/libreoffice/4/user/registrymodifications.xcu", shell=True)
     client.open_file("/home/user/notes.txt")
     client.launch(["xterm", "-T", "left-open"])
     client.execute("sleep 600 > /dev/null 2>&1 &", shell=True)
+    client.execute("echo left > /tmp/answer.txt; mkdir -p /var/tmp/d/e; echo x > /var/tmp/d/e/f", shell=True)
     client.run_pyautogui("pyautogui.keyDown('shift'); pyautogui.moveTo(5, 5)")
     assert _shift_is_down(client) == "True"
     assert wait_until(lambda: "left-open" in client.execute(["wmctrl", "-l"])["output"])
@@ -152,6 +155,7 @@ def test_reset_closes_apps_and_restores_the_home(local_provider):
     assert client.get_file("/home/user/.config/extra/settings.ini") is None
     assert b"changed" not in client.get_file("/home/user/.config/libreoffice/4/user/registrymodifications.xcu")
     assert client.execute(["sh", "-c", "cd ~ && find . | sort"])["output"] == listing
+    assert client.execute(["sh", "-c", "ls -A /tmp /var/tmp"])["output"] == scratch_before  # the episode's files went
     assert _shift_is_down(client) == "False"   # the reset let go of it
     assert client.cursor_position() == (960, 540)
     # and the session still works afterwards
@@ -199,3 +203,24 @@ def test_a_missing_runtime_is_a_clear_error(tmp_path):
         LocalProvider(python=str(tmp_path / "no-python"))
     with pytest.raises(TypeError, match="screen_size"):
         LocalProvider(screen=(1, 2))
+
+
+@desktop
+def test_the_session_sees_the_hosts_system_but_none_of_its_other_files(local_provider, tmp_path_factory):
+    # A file of the host outside the system dirs: the project checkout's own files, and one planted under /srv.
+    secret_dir = tmp_path_factory.mktemp("unused")  # (under the host's /tmp: a session has its own /tmp anyway)
+    planted = f"/srv/rla-test-{os.getpid()}"
+    os.makedirs(planted, exist_ok=True)
+    try:
+        with open(f"{planted}/secret", "w") as handle:
+            handle.write("host secret")
+        os.chmod(planted, 0o755)
+        os.chmod(f"{planted}/secret", 0o644)
+        client = local_provider.start()
+        checkout = os.path.dirname(os.path.abspath(__file__))
+        reply = client.execute(["sh", "-c", f"cat {planted}/secret; ls {checkout}; ls /root /run; ls /usr/bin/sh"])
+        assert "host secret" not in reply["output"] and "test_local_provider.py" not in reply["output"], reply
+        assert "/usr/bin/sh" in reply["output"], reply  # the system is there: programs still run
+        assert str(secret_dir) not in reply["output"]
+    finally:
+        shutil.rmtree(planted, ignore_errors=True)
