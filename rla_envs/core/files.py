@@ -9,7 +9,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["atomic_write_text", "atomic_write_json", "cache_dir", "jsonable"]
+__all__ = ["atomic_write_text", "atomic_write_json", "cache_root", "cache_dir", "jsonable"]
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
@@ -49,10 +49,14 @@ def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:
     return atomic_write_text(path, json_text(data, indent=1))
 
 
+def cache_root() -> Path:
+    """``$RLA_CACHE`` (default ``~/.cache/rla``): where every :func:`cache_dir` lies (not created here)."""
+    return Path(os.environ.get("RLA_CACHE") or Path.home() / ".cache" / "rla")
+
+
 def cache_dir(*parts: str) -> Path:
     """A directory under ``$RLA_CACHE`` (default ``~/.cache/rla``), created on demand."""
-    root = Path(os.environ.get("RLA_CACHE") or Path.home() / ".cache" / "rla")
-    path = root.joinpath(*parts)
+    path = cache_root().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

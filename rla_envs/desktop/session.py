@@ -164,11 +164,20 @@ ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 """Top-level names that merged-/usr systems make links into ``/usr`` (and older ones real directories)."""
 
 
-def system_view(python: str, root: str = "/") -> list[str]:
+def host_private_dirs() -> list[str]:
+    """Host folders a session must not see even where a bound system folder holds them: this package (its tasks'
+    gold files; ``pip install`` may have put it under ``/usr``) and the file cache (tasks' downloaded files)."""
+    from rla_envs.core.files import cache_root
+
+    return [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), str(cache_root())]
+
+
+def system_view(python: str, root: str = "/", hide: tuple[str, ...] | list[str] = ()) -> list[str]:
     """bubblewrap arguments giving a session the host's system read-only, and the runtime ``python``'s prefix.
 
     The runtime's prefix (the venv ``python`` lives in, and the interpreter a venv's ``pyvenv.cfg`` names) is
-    bound where it lies unless ``/usr`` holds it already.
+    bound where it lies unless ``/usr`` holds it already. Each folder of ``hide`` that a bound folder holds is
+    covered by an empty tmpfs.
     """
     args: list[str] = []
     for name in ROOT_LINKS:
@@ -185,9 +194,13 @@ def system_view(python: str, root: str = "/") -> list[str]:
             if key.strip() == "home" and value.strip():
                 prefixes.append(os.path.dirname(os.path.abspath(value.strip())))
     extra = [d for d in dict.fromkeys(prefixes) if not any(d == s or d.startswith(s + "/") for s in SYSTEM_DIRS)]
-    for directory in (*SYSTEM_DIRS, *extra):
-        if os.path.isdir(os.path.join(root, directory.lstrip("/"))):
-            args += ["--ro-bind", os.path.join(root, directory.lstrip("/")), directory]
+    bound = [d for d in (*SYSTEM_DIRS, *extra) if os.path.isdir(os.path.join(root, d.lstrip("/")))]
+    for directory in bound:
+        args += ["--ro-bind", os.path.join(root, directory.lstrip("/")), directory]
+    for private in dict.fromkeys(os.path.realpath(h) for h in hide):
+        if os.path.isdir(os.path.join(root, private.lstrip("/"))) and any(
+                private == d or private.startswith(d + "/") for d in bound):
+            args += ["--tmpfs", private]
     return [*args, "--tmpfs", "/run"]
 
 
@@ -264,7 +277,7 @@ class LocalSession(ClosesOnExit):
         assert self._dir is not None
         return [
             "bwrap",
-            *system_view(self.python),
+            *system_view(self.python, hide=host_private_dirs()),
             "--dev", "/dev",
             "--proc", "/proc",
             "--tmpfs", "/tmp",

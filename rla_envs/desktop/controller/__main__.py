@@ -42,6 +42,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+PR_SET_DUMPABLE = 4
+
+
+def _not_dumpable() -> None:
+    """Make this process non-dumpable: the agent's code, which runs as the same user, can then neither read its
+    ``/proc/<pid>/environ`` (the token) or memory nor ptrace it to change what it replies to the evaluator.
+    The apps it starts are dumpable again (``execve`` resets the flag)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        print(f"controller: cannot make itself non-dumpable (errno {ctypes.get_errno()})", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     token = os.environ.get("RLA_DESKTOP_TOKEN", "")
@@ -49,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         print("controller: set RLA_DESKTOP_TOKEN to the session token (16+ characters); it is never taken "
               "from the command line", file=sys.stderr)
         return 2
+    _not_dumpable()
     # Bind first: a busy port fails before anything starts.
     try:
         sock = _listening_socket(args)

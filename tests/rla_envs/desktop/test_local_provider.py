@@ -224,3 +224,36 @@ def test_the_session_sees_the_hosts_system_but_none_of_its_other_files(local_pro
         assert str(secret_dir) not in reply["output"]
     finally:
         shutil.rmtree(planted, ignore_errors=True)
+
+
+CONTROLLER_PROBE = r"""
+import ctypes, json, os
+found = {}
+for name in os.listdir('/proc'):
+    if not name.isdigit():
+        continue
+    try:
+        cmdline = open(f'/proc/{name}/cmdline', 'rb').read().split(b'\0')
+    except OSError:
+        continue
+    if b'controller' not in cmdline:
+        continue
+    try:
+        environ = open(f'/proc/{name}/environ', 'rb').read()
+        found['environ'] = 'RLA_DESKTOP_TOKEN' in environ.decode(errors='replace')
+    except OSError as error:
+        found['environ'] = error.strerror
+    libc = ctypes.CDLL(None, use_errno=True)
+    attached = libc.ptrace(16, int(name), 0, 0)  # PTRACE_ATTACH
+    found['ptrace'] = 'attached' if attached == 0 else os.strerror(ctypes.get_errno())
+    if attached == 0:
+        libc.ptrace(17, int(name), 0, 0)  # PTRACE_DETACH
+print(json.dumps(found))
+"""
+
+
+@desktop
+def test_the_agents_code_can_neither_read_the_controllers_token_nor_trace_it(local_provider):
+    client = local_provider.start()
+    found = json.loads(client.execute(["python3", "-c", CONTROLLER_PROBE])["output"])
+    assert found["environ"] is not True and found["ptrace"] != "attached", found
