@@ -38,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"python -m rla_train.run: error: {error}", file=sys.stderr)
             return 2
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from rla_train.cpu_kernels import pin_cpu_kernels
+
+    pin_cpu_kernels()  # the same figures on any x86-64 machine; read when torch loads, so before the import
     import torch
 
     if not torch.cuda.is_available() and "RLA_TORCH_THREADS" not in os.environ:

@@ -115,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 2
     args = build_parser().parse_args(argv)
+    from rla_train.cpu_kernels import pin_cpu_kernels
+
+    pin_cpu_kernels()  # the kernels the run was trained with (python -m rla_train.run pins the same); before torch
     import torch
 
     from benchmarks.evaluate.agents import ReferenceAgent

@@ -1,0 +1,59 @@
+"""Which CPU kernels torch and MKL use, chosen so that a seeded run prints the same figures on any x86-64 machine.
+
+Left to themselves, torch's vectorised kernels take the widest code path the CPU has (AVX-512 where present, else
+AVX2) and MKL picks a matrix-product path per processor model; the paths round differently, so the same seeded run
+gives different bits on different machines, and after a few hundred optimizer steps, different figures (the README's
+main-job figures, measured on an earlier machine, and CI's run on an AVX2 AMD EPYC parted at the warm start).
+:func:`pin_cpu_kernels` names one path for each, unless the environment already names one: set before torch is
+imported, since both libraries read the variables once, when they load.
+
+torch takes ``ATEN_CPU_CAPABILITY`` at its word (it does not check that the CPU has the instructions), so AVX2 is
+asked for only where the CPU reports AVX2 and FMA; on a CPU without them torch's own choice stands, and figures there
+may differ. Measured on an AMD EPYC with AVX-512: an 80-step warm start with torch's own choice (AVX-512) ends with
+other weights than pinned (by up to 5.6e-05); pinned, and with MKL and oneDNN also held to AVX2
+(``MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2``, the instruction sets of an AVX2-only machine), it ends with
+the same bits. On an AVX2 one: ``ATEN_CPU_CAPABILITY=default`` and ``MKL_CBWR=COMPATIBLE`` each change the bits of a
+warm start; ``MKL_CBWR=AVX2`` gives the same bits as leaving MKL alone there; neither costs measurable time on the
+tiny default models. ``ATEN_CPU_CAPABILITY=avx512 MKL_CBWR=AUTO`` asks for the fastest kernels of the machine instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, MutableMapping
+
+__all__ = ["SAME_FIGURES_ON_ANY_X86", "cpu_flags", "pin_cpu_kernels"]
+
+SAME_FIGURES_ON_ANY_X86 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"}
+"""torch's AVX2 kernels and MKL's processor-independent code path."""
+
+AVX2_NEEDS = frozenset({"avx2", "fma"})
+"""The CPU flags torch's AVX2 kernels are built for (torch's own detection asks for both)."""
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The instruction-set flags the first CPU of ``/proc/cpuinfo`` lists (empty where there is no such file)."""
+    try:
+        with open(cpuinfo, encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def pin_cpu_kernels(environ: MutableMapping[str, str] | None = None,
+                    flags: Collection[str] | None = None) -> dict[str, str]:
+    """Set each of :data:`SAME_FIGURES_ON_ANY_X86` that ``environ`` (default ``os.environ``) does not already set.
+
+    ``ATEN_CPU_CAPABILITY`` only where ``flags`` (default: :func:`cpu_flags`) hold :data:`AVX2_NEEDS`: forced on a
+    CPU without them, torch would run instructions the CPU lacks. Returns the ones it set. Call it before
+    ``import torch``: once torch has loaded, the choice is made.
+    """
+    environ = os.environ if environ is None else environ
+    has_avx2 = AVX2_NEEDS <= set(cpu_flags() if flags is None else flags)
+    applied = {name: value for name, value in SAME_FIGURES_ON_ANY_X86.items()
+               if name not in environ and (name != "ATEN_CPU_CAPABILITY" or has_avx2)}
+    environ.update(applied)
+    return applied
