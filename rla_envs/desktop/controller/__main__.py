@@ -38,7 +38,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--screen", type=_screen, default=(1920, 1080), help="screen size, WIDTHxHEIGHT")
     parser.add_argument("--home-template", type=Path,
                         help="the home template: used as is when it holds files, else made from the seeded home "
-                             "(default: a directory under $XDG_RUNTIME_DIR)")
+                             "(default: the seeded home, snapshot into the controller's memory, where the agent's code cannot "
+                             "change it)")
     return parser.parse_args(argv)
 
 
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     # The home first: nothing of the session runs yet, so nothing writes there while it is snapshotted.
     runtime_dir = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/runtime-{os.getuid()}")
     runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    template = HomeTemplate(home, args.home_template or runtime_dir / "rla-home-template")
+    template = HomeTemplate(home, args.home_template)  # None: the boot snapshot is kept in memory
     template.prepare()
     os.environ["XDG_RUNTIME_DIR"] = str(runtime_dir)
     desktop = boot_desktop(width, height)

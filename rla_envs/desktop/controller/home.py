@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["HomeTemplate", "seed_home"]
@@ -165,31 +167,105 @@ def _clear_directory(directory: Path) -> None:
                 pass
 
 
+SNAPSHOT_LIMIT_BYTES = 256 * 2**20
+"""The most file content a home kept in memory may hold; a larger home needs a prepared ``--home-template``."""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One entry of a home snapshot, relative to the home: a directory, a file (its bytes) or a symbolic link."""
+
+    path: str
+    mode: int
+    mtime_ns: int
+    data: bytes | None = None     # a file's content
+    link: str | None = None       # a symbolic link's target
+
+
+def _snapshot(home: Path) -> list[_Entry]:
+    """Every entry under ``home``, parents before children, skipping what vanishes meanwhile."""
+    entries: list[_Entry] = []
+    total = 0
+    for root, dirs, files in os.walk(home):
+        dirs.sort()  # in place: os.walk then descends in this order too
+        for name in [*dirs, *sorted(files)]:
+            full = os.path.join(root, name)
+            relative = os.path.relpath(full, home)
+            try:
+                info = os.lstat(full)
+                if stat.S_ISLNK(info.st_mode):
+                    entries.append(_Entry(relative, 0, info.st_mtime_ns, link=os.readlink(full)))
+                elif stat.S_ISDIR(info.st_mode):
+                    entries.append(_Entry(relative, stat.S_IMODE(info.st_mode), info.st_mtime_ns))
+                elif stat.S_ISREG(info.st_mode):
+                    data = Path(full).read_bytes()
+                    total += len(data)
+                    if total > SNAPSHOT_LIMIT_BYTES:
+                        raise RuntimeError(f"the home {home} holds over {SNAPSHOT_LIMIT_BYTES >> 20} MiB of files, too "
+                                           "much to keep in memory; pass a prepared one with --home-template")
+                    entries.append(_Entry(relative, stat.S_IMODE(info.st_mode), info.st_mtime_ns, data=data))
+                # sockets, fifos and devices are not restored: no app needs one left from boot
+            except FileNotFoundError:
+                continue
+    return entries
+
+
+def _write_snapshot(entries: list[_Entry], home: Path) -> None:
+    """Recreate ``entries`` under ``home`` (empty or not: what is there is overwritten), modes and times included."""
+    directories = []
+    for entry in entries:
+        target = home / entry.path
+        if entry.link is not None:
+            os.symlink(entry.link, target)
+        elif entry.data is not None:
+            target.write_bytes(entry.data)
+            os.chmod(target, entry.mode)
+            os.utime(target, ns=(entry.mtime_ns, entry.mtime_ns))
+        else:
+            target.mkdir(exist_ok=True)
+            directories.append(entry)
+    for entry in reversed(directories):  # after their contents, which touch their times
+        os.chmod(home / entry.path, entry.mode)
+        os.utime(home / entry.path, ns=(entry.mtime_ns, entry.mtime_ns))
+
+
 class HomeTemplate:
     """A snapshot of the home directory taken at boot, restored on every reset.
 
     Args:
         home: the live home directory (``/home/user``).
-        template: where the snapshot lives; when it already holds one (a prepared template, e.g. baked
-            into a container image) that one is copied into ``home`` at boot instead.
+        template: a prepared template to copy into ``home`` at boot and on every reset (bound read-only into the
+            session by the local provider), or None: then ``home`` is seeded at boot and the snapshot is kept in
+            this process's memory, where the agent's code (the same user, but the controller is non-dumpable)
+            cannot change what a reset restores. A template on disk in a place the agent can write (the session's
+            runtime dir, as before) could be edited by one episode to plant files in every later one.
     """
 
-    def __init__(self, home: Path, template: Path):
+    def __init__(self, home: Path, template: Path | None = None):
         self.home = home
         self.template = template
+        self._snapshot: list[_Entry] | None = None
 
     def prepare(self) -> None:
-        """Seed ``home`` and snapshot it, or fill ``home`` from an existing template."""
+        """Fill ``home`` from the prepared template, or seed it and snapshot it into memory."""
         self.home.mkdir(parents=True, exist_ok=True)
-        if self.template.is_dir() and any(self.template.iterdir()):
+        if self.template is not None and self.template.is_dir() and any(self.template.iterdir()):
             self.restore()
             return
         seed_home(self.home)
-        if self.template.exists():
-            shutil.rmtree(self.template)
-        _copy_tree(self.home, self.template)
+        if self.template is not None:  # an empty template directory given: fill it, as before
+            if self.template.exists():
+                shutil.rmtree(self.template)
+            _copy_tree(self.home, self.template)
+        else:
+            self._snapshot = _snapshot(self.home)
 
     def restore(self) -> None:
         """Make ``home`` exactly the template again (everything added since is deleted)."""
         _clear_directory(self.home)
-        _copy_tree(self.template, self.home)
+        if self._snapshot is not None:
+            _write_snapshot(self._snapshot, self.home)
+        elif self.template is not None:
+            _copy_tree(self.template, self.home)
+        else:
+            raise RuntimeError("HomeTemplate.restore before prepare: there is nothing to restore yet")

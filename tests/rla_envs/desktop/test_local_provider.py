@@ -257,3 +257,31 @@ def test_the_agents_code_can_neither_read_the_controllers_token_nor_trace_it(loc
     client = local_provider.start()
     found = json.loads(client.execute(["python3", "-c", CONTROLLER_PROBE])["output"])
     assert found["environ"] is not True and found["ptrace"] != "attached", found
+
+
+PLANT_IN_THE_TEMPLATE = r"""
+import os
+runtime = os.environ.get('XDG_RUNTIME_DIR', '/tmp/runtime-user')
+targets = [os.path.join(runtime, 'rla-home-template')]   # where the boot snapshot lay before
+for folder, dirs, files in os.walk('/tmp'):
+    targets += [os.path.join(folder, d) for d in dirs if 'template' in d]
+for target in targets:
+    try:
+        os.makedirs(target, exist_ok=True)
+        with open(os.path.join(target, 'planted.txt'), 'w') as handle:
+            handle.write('left for every later episode')
+    except OSError:
+        pass
+print(len(targets))
+"""
+
+
+@desktop
+def test_an_episode_cannot_change_what_a_reset_restores_the_home_to(local_provider):
+    client = local_provider.start()
+    local_provider.reset()
+    listing = client.execute(["sh", "-c", "cd ~ && find . | sort"])["output"]
+    assert int(client.execute(["python3", "-c", PLANT_IN_THE_TEMPLATE])["output"]) >= 1
+    local_provider.reset()
+    assert client.get_file("/home/user/planted.txt") is None
+    assert client.execute(["sh", "-c", "cd ~ && find . | sort"])["output"] == listing
