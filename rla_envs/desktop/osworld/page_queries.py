@@ -81,7 +81,7 @@ HTML_PARSE_CATEGORIES = frozenset(_CLASS_OPTIONS) | frozenset(_XPATH_OPTIONS)
 def html_parse_problem(config: Mapping[str, Any]) -> str | None:
     """Why an ``active_tab_html_parse`` config cannot run here, or None when it can."""
     category = config.get("category")
-    if category not in HTML_PARSE_CATEGORIES:
+    if not isinstance(category, str) or category not in HTML_PARSE_CATEGORIES:  # a list or dict is not hashable
         return (f"getter 'active_tab_html_parse' category {category!r} is not supported "
                 f"(supported: {', '.join(sorted(HTML_PARSE_CATEGORIES))})")
     return None

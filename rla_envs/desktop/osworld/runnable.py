@@ -366,6 +366,9 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
     if evaluator.get("conj", "and") not in ("and", "or"):
         reasons.append(f"evaluator: conj {evaluator.get('conj')!r} is not 'and' or 'or'")
     for name, result, want, option in zip(names, results, expected, options):
+        if not isinstance(name, str):  # a list or an object where a metric's name belongs
+            reasons.append(f"evaluator: metric name {name!r:.80} is not a string")
+            continue
         if not is_supported(name) or name == "infeasible":
             reasons.append(REFUSED_METRICS.get(name, f"metric '{name}' is not supported"))
             continue

@@ -93,6 +93,14 @@ def test_label_category_is_refused_before_the_episode_and_at_evaluation(tmp_path
         run_getter(ctx, config)
 
 
+@pytest.mark.parametrize("category", [["class"], {"class": 1}, None, 3])
+def test_a_category_that_is_not_a_string_is_a_reason_not_a_crash(category):
+    # found by the fuzz test: a list category raised TypeError (unhashable) out of not_runnable_reasons
+    config = {"type": "active_tab_html_parse", "category": category, "class_singleObject": {"a": "b"}}
+    assert html_parse_problem(config) == (f"getter 'active_tab_html_parse' category {category!r} is not supported "
+                                          "(supported: class, class&url, input, xpath)")
+
+
 def test_recreation_getter_is_refused_as_needing_the_internet():
     task = {"id": "t", "config": [], "evaluator": {
         "func": "check_direct_json_object", "result": {"type": "active_tab_html_parse", **CLASS},

@@ -129,6 +129,8 @@ def test_unsupported_metrics_and_getters():
     assert _reasons(_task(result={"type": "active_tab_html_parse"})) == [
         "getter 'active_tab_html_parse' category None is not supported (supported: class, class&url, input, xpath)"]
     assert _reasons(_task(expected={"type": "googledrive_file"})) == ["getter 'googledrive_file' is not supported"]
+    # found by the fuzz test: a metric name that is an object raised TypeError (unhashable) out of the survey
+    assert _reasons(_task(func={"name": "exact_match"})) == ["evaluator: metric name {'name': 'exact_match'} is not a string"]
 
 
 def test_relative_time_rules():
