@@ -25,18 +25,25 @@ from benchmarks.ablation.arms import ORDERED
 from benchmarks.ablation.stats import (cochran_armitage, mcnemar_exact, mean_interval, minimum_detectable_difference,
                                        paired_difference, paired_minimum_detectable_difference)
 
-__all__ = ["SPLITS", "comparisons", "build_table"]
+__all__ = ["SPLITS", "WARM_START", "comparisons", "build_table"]
 
 SPLITS = ("in_domain", "ood")
 """In-domain (ALFWorld valid_seen) and out-of-domain (valid_unseen) held-out splits."""
 
+WARM_START = "warm_start"
+"""The row of the real stack's per-seed warm start (no training): every arm against it is that arm's gain over its
+own start, paired per seed on the same episodes (gate A: RL moves the policy)."""
+
 
 def comparisons(arm_names: Sequence[str]) -> list[tuple[str, str]]:
-    """Pairs (A, B) to test: neighbours along Table 1's order, then every other arm against ``outcome_only``."""
+    """Pairs (A, B) to test: every arm against the warm start (when it is a row), neighbours along Table 1's order,
+    then every other arm against ``outcome_only``."""
     ordered = [name for name in ORDERED if name in arm_names]
-    pairs = list(zip(ordered, ordered[1:]))
+    pairs = [(WARM_START, name) for name in arm_names if name != WARM_START] if WARM_START in arm_names else []
+    pairs += list(zip(ordered, ordered[1:]))
     if "outcome_only" in arm_names:
-        pairs += [("outcome_only", name) for name in arm_names if name not in ordered]  # the control arm among them
+        pairs += [("outcome_only", name) for name in arm_names
+                  if name not in ordered and name != WARM_START]  # the control arm among them
     return pairs
 
 
@@ -61,6 +68,11 @@ def _arm_row(per_seed: Mapping[int, Mapping]) -> dict[str, Any]:
     accuracies = [per_seed[s]["rm_balanced_accuracy"] for s in sorted(per_seed)
                   if per_seed[s].get("rm_balanced_accuracy") is not None]
     row["rm_balanced_accuracy"] = mean_interval(accuracies) if accuracies else None
+    heldout = [{int(k): v for k, v in per_seed[s]["heldout_curve"].items()} for s in sorted(per_seed)
+               if per_seed[s].get("heldout_curve")]
+    common = sorted(set.intersection(*(set(c) for c in heldout))) if heldout else []
+    if len(common) > 1:  # in-domain held-out success at the steps every seed evaluated, with its interval over seeds
+        row["heldout_curve"] = {step: mean_interval([c[step] for c in heldout]) for step in common}
     curves = [per_seed[s]["curve"] for s in sorted(per_seed) if per_seed[s].get("curve")]
     if curves:
         length = min(len(c) for c in curves)

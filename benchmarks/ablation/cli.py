@@ -111,7 +111,8 @@ def _mean(values: Sequence[float]) -> str:
 def run_real_phase(args: argparse.Namespace, facts: dict) -> str:
     """Train the arms on the real stack (one shared warm start per seed); write and return its table."""
     from benchmarks.ablation.aggregate import build_table
-    from benchmarks.ablation.real import QUICK_OVERRIDES, RealSetup, finished_real_results, run_real
+    from benchmarks.ablation.aggregate import WARM_START
+    from benchmarks.ablation.real import QUICK_OVERRIDES, RealSetup, finished_real_results, run_real, with_warm_start
     from benchmarks.ablation.report import write_report
 
     arms = get_arms(args.arms or (QUICK_ARMS if args.quick else DEFAULT_ARMS))
@@ -134,7 +135,9 @@ def run_real_phase(args: argparse.Namespace, facts: dict) -> str:
             raise SystemExit(f"python -m benchmarks.ablation: error: no finished real-stack run under {args.out / 'real'}")
     else:
         results = run_real(arms, seeds, setup, args.out / "real", log=_log)
-    table = build_table(results, [a.name for a in arms])
+    results = with_warm_start(results)  # the first row: each seed's warm start, the arms' gain over it
+    starts = [WARM_START] if any(r["arm"] == WARM_START for r in results) else []
+    table = build_table(results, [*starts, *(a.name for a in arms)])
     seeds_per_arm = {arm.name: sorted(r["seed"] for r in results if r["arm"] == arm.name) for arm in arms}
     notes.insert(0, f"Real stack (ALFWorld, tiny Qwen2 policy and reward model, TRL): seeds per arm "
                     f"{ {name: len(s) for name, s in seeds_per_arm.items()} }; "
@@ -154,6 +157,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem := missing_train_extra("python -m benchmarks.ablation"):
         print(problem, file=sys.stderr)
         return 2
+    from rla_train.cpu_kernels import pin_cpu_kernels
+
+    pin_cpu_kernels()  # the kernels python -m rla_train.run pins, so an arm computes as the main job; before torch
     from benchmarks.ablation.report import machine_facts
 
     args = build_parser().parse_args(argv)

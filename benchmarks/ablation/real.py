@@ -10,7 +10,8 @@ Per seed (directories under ``OUT/real/seed-S/``):
    seeded episodes: the same tasks and episode seeds for every arm) and, when the reward model has a probe, its
    balanced process accuracy (``summary["rm_probe_after"]``).
 3. ``arm-NAME/ood/`` — the arm's final policy played on the out-of-domain list (``valid_unseen``), a
-   ``train.steps=0`` run whose ``summary["before"]`` is that evaluation.
+   ``train.steps=0`` run whose ``summary["before"]`` is that evaluation; ``warm-start/ood/`` the same for the warm
+   start, so that every arm's gain over its start is paired in both splits (:func:`with_warm_start`).
 
 Per-episode outcomes come from ``summary[...]["outcomes"]`` (1/0 per episode in task order), which pairs arms
 episode by episode. A directory that already has its ``summary.json`` is read instead of run (resumable).
@@ -25,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.ablation.aggregate import WARM_START
 from benchmarks.ablation.arms import Arm
 
-__all__ = ["RealSetup", "QUICK_OVERRIDES", "run_real", "finished_real_results"]
+__all__ = ["RealSetup", "QUICK_OVERRIDES", "run_real", "finished_real_results", "with_warm_start"]
 
 QUICK_OVERRIDES = (
     "env.train_options.n_per_type=8", "env.max_steps=15", "env.num_envs=8",
@@ -96,6 +98,24 @@ def _curve(run_dir: Path) -> list[float]:
     return [float(r["success_rate"]) for r in records if "success_rate" in r]
 
 
+def _heldout_curve(run_dir: Path, summary: dict[str, Any]) -> dict[int, float]:
+    """In-domain held-out success by training step: 0 (the warm start, ``summary["before"]``), every
+    ``train.eval_every`` evaluation the metrics logged, and the end (``summary["after"]``)."""
+    from rla_train.cotrainer.run_log import read_metrics
+
+    curve = {}
+    if "success_rate" in (summary.get("before") or {}):
+        curve[0] = float(summary["before"]["success_rate"])
+    try:
+        records = read_metrics(run_dir)
+    except FileNotFoundError:
+        records = []
+    curve.update({int(r["step"]): float(r["heldout_success_rate"]) for r in records if "heldout_success_rate" in r})
+    if "success_rate" in (summary.get("after") or {}) and summary.get("steps"):
+        curve[int(summary["steps"])] = float(summary["after"]["success_rate"])
+    return curve
+
+
 def run_real_arm(arm: Arm, seed: int, setup: RealSetup, out: Path, warm: Path,
                  log: Callable[[str], None] = print) -> dict[str, Any]:
     """Train ``arm`` from the seed's warm-start checkpoint ``warm``, then evaluate it in and out of domain."""
@@ -113,21 +133,64 @@ def run_real_arm(arm: Arm, seed: int, setup: RealSetup, out: Path, warm: Path,
     final = latest_checkpoint(run_dir)
     if final is None:
         raise FileNotFoundError(f"{run_dir} has no checkpoint; delete the directory and run again")
-    ood = _run([*base, "train.mode=outcome_only", "reward_model.kind=model", f"policy.model={final / 'policy'}",
-                "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0", "reward_model.warm_start_steps=0",
-                "reward_model.probe_episodes=0", "train.probe_episodes=0", "train.steps=0", *_split(setup, "valid_unseen")],
-               run_dir / "ood", log, f"seed {seed} {arm.name}: out-of-domain eval")
-    return _arm_result(arm.name, seed, run_dir, summary, ood)
+    ood = _ood_run(base, final / "policy", setup, run_dir / "ood", log, f"seed {seed} {arm.name}: out-of-domain eval")
+    return _arm_result(arm.name, seed, run_dir, summary, ood, _warm_ood(warm))
 
 
-def _arm_result(arm: str, seed: int, run_dir: Path, summary: dict[str, Any], ood: dict[str, Any]) -> dict[str, Any]:
-    """One (arm, seed) result from its run's summary and its out-of-domain evaluation's summary."""
+def _ood_run(base: list[str], policy: Path, setup: RealSetup, run_dir: Path, log: Callable[[str], None],
+             label: str) -> dict[str, Any]:
+    """The policy in ``policy`` played on the out-of-domain list (``valid_unseen``): a ``train.steps=0`` run whose
+    ``summary["before"]`` is that evaluation."""
+    return _run([*base, "train.mode=outcome_only", "reward_model.kind=model", f"policy.model={policy}",
+                 "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0", "reward_model.warm_start_steps=0",
+                 "reward_model.probe_episodes=0", "train.probe_episodes=0", "train.steps=0",
+                 *_split(setup, "valid_unseen")], run_dir, log, label)
+
+
+def _warm_ood(warm_checkpoint: Path) -> list[int] | None:
+    """The out-of-domain outcomes of the seed's warm start (``warm-start/ood``), when that evaluation has run."""
+    path = warm_checkpoint.parent.parent / "ood" / "summary.json"
+    return (json.loads(path.read_text()).get("before") or {}).get("outcomes") if path.is_file() else None
+
+
+def _arm_result(arm: str, seed: int, run_dir: Path, summary: dict[str, Any], ood: dict[str, Any],
+                warm_ood: list[int] | None = None) -> dict[str, Any]:
+    """One (arm, seed) result from its run's summary and its out-of-domain evaluation's summary (and the seed's
+    warm start's out-of-domain outcomes, when known)."""
     probe = summary.get("rm_probe_after") or {}
     return {"arm": arm, "seed": seed,
             "splits": {"in_domain": _outcomes(summary.get("after"), f"{run_dir}/summary.json['after']"),
                        "ood": _outcomes(ood.get("before"), f"{run_dir / 'ood'}/summary.json['before']")},
             "rm_balanced_accuracy": probe.get("balanced_accuracy"), "curve": _curve(run_dir),
-            "warm_start_in_domain": (summary.get("before") or {}).get("success_rate")}
+            "heldout_curve": _heldout_curve(run_dir, summary),
+            "warm_start_in_domain": (summary.get("before") or {}).get("success_rate"),
+            "warm_start_outcomes": (summary.get("before") or {}).get("outcomes"), "warm_start_ood_outcomes": warm_ood}
+
+
+def with_warm_start(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``results`` plus one ``warm_start`` result per seed: the in-domain outcomes of the seed's shared warm start,
+    which every arm's run evaluated before training (``summary["before"]``) on the same seeded episodes as after,
+    and its out-of-domain outcomes where ``warm-start/ood`` was played.
+
+    Paired against an arm it is that arm's gain over its own start (gate A: does RL move the policy at all). Every
+    arm of a seed must report the same warm-start outcomes (they start from one checkpoint and play the same
+    seeded episodes); a seed whose arms disagree raises, naming them.
+    """
+    by_seed: dict[int, tuple[str, dict[str, list[int]]]] = {}
+    for result in results:
+        if result.get("warm_start_outcomes") is None:
+            continue
+        splits = {"in_domain": list(result["warm_start_outcomes"])}
+        if result.get("warm_start_ood_outcomes") is not None:
+            splits["ood"] = list(result["warm_start_ood_outcomes"])
+        seen = by_seed.setdefault(result["seed"], (result["arm"], splits))
+        if seen[1] != splits:
+            raise ValueError(f"seed {result['seed']}: arms {seen[0]!r} and {result['arm']!r} report different "
+                             "warm-start outcomes; they must start from the seed's one warm start (delete the seed's "
+                             "directory and run it again)")
+    warm = [{"arm": WARM_START, "seed": seed, "splits": splits, "rm_balanced_accuracy": None, "curve": []}
+            for seed, (_, splits) in sorted(by_seed.items())]
+    return [*warm, *results]
 
 
 def finished_real_results(arms: Sequence[Arm], seeds: Sequence[int], out: str | Path
@@ -141,7 +204,8 @@ def finished_real_results(arms: Sequence[Arm], seeds: Sequence[int], out: str | 
             paths = run_dir / "summary.json", run_dir / "ood" / "summary.json"
             if all(path.is_file() for path in paths):
                 summary, ood = (json.loads(path.read_text()) for path in paths)
-                results.append(_arm_result(arm.name, seed, run_dir, summary, ood))
+                warm = Path(out) / f"seed-{seed}" / "warm-start" / "checkpoints" / "step-000000"
+                results.append(_arm_result(arm.name, seed, run_dir, summary, ood, _warm_ood(warm)))
             else:
                 unfinished.append((arm.name, seed))
     return results, unfinished
@@ -163,6 +227,8 @@ def run_real(arms: Sequence[Arm], seeds: Sequence[int], setup: RealSetup, out: s
         if 0 not in checkpoints:
             raise FileNotFoundError(f"{warm_dir} has no step-0 checkpoint; delete it and run again")
         verify_checkpoint(checkpoints[0])  # every arm starts from it: a corrupt one fails here, naming the file
+        _ood_run([*setup.overrides, f"train.seed={seed}"], checkpoints[0] / "policy", setup, warm_dir / "ood", log,
+                 f"seed {seed}: the warm start's out-of-domain eval")
         for arm in arms:
             results.append(run_real_arm(arm, seed, setup, seed_dir, checkpoints[0], log))
     return results

@@ -73,6 +73,14 @@ def format_markdown(table: Mapping[str, Any], *, title: str, facts: Mapping[str,
                               f"{p['mcnemar']['b_only']}, p = {p['mcnemar']['p_value']:.2g})" for p in test["per_seed"])
             lines.append(f"| {test['a']} → {test['b']} | {_LABELS[test['split']]} | {over_seeds} | {s['n']} | "
                          f"{seeds} |")
+    curves = {name: table["rows"][name]["heldout_curve"] for name in table["arms"]
+              if table["rows"][name].get("heldout_curve")}
+    if curves:
+        lines += ["", "In-domain held-out success by training step (step 0 = the warm start; mean over seeds [95% "
+                  "t-interval]):", ""]
+        for name, curve in curves.items():
+            lines.append(f"- {name}: " + "; ".join(f"step {step}: {_percent(cell)}"
+                                                    for step, cell in sorted(curve.items(), key=lambda kv: int(kv[0]))))
     for split, trend in table["trend"].items():
         lines += ["", f"Trend test ({_LABELS[split]}, Cochran–Armitage over {' < '.join(trend['arms'])}, pooled "
                       f"episodes; conservative for paired arms): z = {trend['z']:+.2f}, p = {trend['p_value']:.3g}."]

@@ -166,9 +166,11 @@ def test_real_runner_starts_every_arm_from_the_seeds_one_warm_start_on_the_same_
     results = real.run_real(get_arms(["outcome_only", "oracle@0.8"]), [3], real.RealSetup(steps=2, episodes=4),
                             tmp_path, log=lambda message: None)
     by_dir = dict(calls)
-    assert list(by_dir) == ["seed-3/warm-start", "seed-3/arm-outcome_only", "seed-3/arm-outcome_only/ood",
-                            "seed-3/arm-oracle@0.8", "seed-3/arm-oracle@0.8/ood"]
+    assert list(by_dir) == ["seed-3/warm-start", "seed-3/warm-start/ood", "seed-3/arm-outcome_only",
+                            "seed-3/arm-outcome_only/ood", "seed-3/arm-oracle@0.8", "seed-3/arm-oracle@0.8/ood"]
     warm = tmp_path / "seed-3" / "warm-start" / "checkpoints" / "step-000000"
+    warm_ood = by_dir["seed-3/warm-start/ood"]      # the warm start itself out of domain: the arms' OOD gain pairs
+    assert f"policy.model={warm / 'policy'}" in warm_ood and "env.eval_options.split=valid_unseen" in warm_ood
     for arm in ("outcome_only", "oracle@0.8"):
         train, ood = by_dir[f"seed-3/arm-{arm}"], by_dir[f"seed-3/arm-{arm}/ood"]
         assert f"policy.model={warm / 'policy'}" in train and "train.warm_start_sft_steps=0" in train
@@ -225,6 +227,50 @@ def test_seeds_are_the_unit_no_test_pools_episodes_of_different_seeds():
     # t(1) 97.5% = 12.706; sd of (0.75, -0.25) = 0.7071; half width = 12.706 * 0.7071 / sqrt(2) = 6.353
     assert abs((over["ci_high"] - over["ci_low"]) / 2 - 6.353) < 1e-3
     assert "mcnemar" not in pair                                    # no pooled test
+
+
+def test_every_arm_is_paired_with_its_seeds_warm_start_and_disagreeing_starts_are_refused():
+    from benchmarks.ablation.aggregate import WARM_START, build_table
+    from benchmarks.ablation.real import with_warm_start
+
+    # seed 0 starts at 1/4 and outcome_only ends at 3/4 (+0.5); seed 1 starts at 0/4 and ends at 1/4 (+0.25)
+    results = [{"arm": "outcome_only", "seed": 0, "splits": {"in_domain": [1, 1, 0, 1]},
+                "warm_start_outcomes": [1, 0, 0, 0]},
+               {"arm": "control", "seed": 0, "splits": {"in_domain": [1, 0, 0, 1]}, "warm_start_outcomes": [1, 0, 0, 0]},
+               {"arm": "outcome_only", "seed": 1, "splits": {"in_domain": [0, 0, 1, 0]},
+                "warm_start_outcomes": [0, 0, 0, 0]}]
+    table = build_table(with_warm_start(results), [WARM_START, "outcome_only", "control"])
+    assert table["rows"][WARM_START]["seeds"] == [0, 1] and table["rows"][WARM_START]["in_domain"]["won"] == 1
+    gain = next(p for p in table["paired"] if (p["a"], p["b"]) == (WARM_START, "outcome_only"))
+    assert [(p["seed"], p["difference"]) for p in gain["per_seed"]] == [(0, 0.5), (1, 0.25)]
+    assert gain["difference_over_seeds"]["mean"] == 0.375
+    assert any((p["a"], p["b"]) == ("outcome_only", "control") for p in table["paired"])
+    assert not any(p["b"] == WARM_START for p in table["paired"])
+    assert "ood" not in table["rows"][WARM_START]                 # no warm-start/ood played: in-domain only
+    for result in results:
+        result["warm_start_ood_outcomes"] = [0, 0, 1, 1] if result["seed"] == 0 else [0, 0, 0, 0]
+        result["splits"]["ood"] = [0, 1, 1, 1]
+    table = build_table(with_warm_start(results), [WARM_START, "outcome_only", "control"])
+    ood_gain = next(p for p in table["paired"] if (p["a"], p["b"], p["split"]) == (WARM_START, "outcome_only", "ood"))
+    assert [(p["seed"], p["difference"]) for p in ood_gain["per_seed"]] == [(0, 0.25), (1, 0.75)]
+    results[1]["warm_start_outcomes"] = [0, 1, 0, 0]             # not the seed's one start: refused, naming the arms
+    with pytest.raises(ValueError, match="seed 0: arms 'outcome_only' and 'control'"):
+        with_warm_start(results)
+
+
+def test_the_held_out_learning_curve_is_averaged_over_seeds_at_the_steps_every_seed_evaluated():
+    from benchmarks.ablation.aggregate import build_table
+    from benchmarks.ablation.report import format_markdown
+
+    results = [{"arm": "outcome_only", "seed": 0, "splits": {"in_domain": [1, 0]},
+                "heldout_curve": {0: 0.25, 8: 0.5, 16: 0.5, 24: 0.75}},
+               {"arm": "outcome_only", "seed": 1, "splits": {"in_domain": [0, 0]},
+                "heldout_curve": {"0": 0.0, "8": 0.25, "24": 0.5}}]            # keys as JSON gives them back
+    curve = build_table(results, ["outcome_only"])["rows"]["outcome_only"]["heldout_curve"]
+    assert sorted(curve) == [0, 8, 24]                                     # step 16: seed 1 did not evaluate it
+    assert [curve[step]["mean"] for step in (0, 8, 24)] == [0.125, 0.375, 0.625]
+    text = format_markdown(build_table(results, ["outcome_only"]), title="t")
+    assert "- outcome_only: step 0: 12.5% [" in text and "step 24: 62.5% [" in text
 
 
 def test_the_control_arm_is_outcome_only_with_another_training_stream():
