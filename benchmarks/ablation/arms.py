@@ -4,7 +4,8 @@ Table 1 of the method orders ``outcome_only < policy < policy+reward < policy+re
 (the policy rewarded by the judge's step votes alone) sits outside that order. The noisy-oracle arms
 (``train.mode=policy`` with ``reward_model.kind=noisy_oracle``: the step-label oracle with each vote flipped with
 probability 1 − a) calibrate the integrated reward: at a = 0.5 the votes carry no information, so that arm must
-match ``outcome_only`` within noise; at a = 0.8 it shows what an informative judge buys. ``control`` is
+match ``outcome_only`` within noise; at a = 0.8 it shows what an informative judge buys. Any accuracy can be named
+as ``oracle@A`` (gate B of the learning issue runs ``oracle@0.9`` and ``oracle@0.75``). ``control`` is
 ``outcome_only`` again from the same warm start with another training random stream (``train.training_stream=1``):
 its difference from ``outcome_only`` is run-to-run noise, the yardstick for every other difference.
 """
@@ -15,7 +16,7 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Arm", "ARMS", "ORDERED", "DEFAULT_ARMS", "QUICK_ARMS", "get_arms"]
+__all__ = ["Arm", "ARMS", "ORDERED", "DEFAULT_ARMS", "QUICK_ARMS", "get_arms", "oracle_arm"]
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,28 @@ QUICK_ARMS = ("outcome_only", "policy", "policy+reward+env", "oracle@0.5")
 """What ``--quick`` trains on the real stack: the two ends, the plain judge and the a = 0.5 calibration."""
 
 
+def oracle_arm(name: str) -> Arm | None:
+    """The arm ``oracle@A`` (mode ``policy``, a noisy step-label oracle of accuracy A in [0, 1]), or None."""
+    prefix, _, accuracy = name.partition("@")
+    if prefix != "oracle":
+        return None
+    try:
+        value = float(accuracy)
+    except ValueError:
+        return None
+    if not 0.0 <= value <= 1.0 or accuracy != f"{value:g}":
+        return None
+    return Arm(name, "policy", judge="noisy_oracle", oracle_accuracy=value)
+
+
 def get_arms(names: Sequence[str] | None) -> list[Arm]:
-    """The arms named (default: all), in the order given; unknown names raise with the closest known one."""
+    """The arms named (default: all), in the order given; ``oracle@A`` for any accuracy A in [0, 1]; unknown
+    names raise with the closest known one."""
     arms = []
     for name in names or DEFAULT_ARMS:
+        if name not in ARMS and (arm := oracle_arm(name)) is not None:
+            arms.append(arm)
+            continue
         if name not in ARMS:
             close = difflib.get_close_matches(name, ARMS, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""

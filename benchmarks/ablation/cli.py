@@ -35,9 +35,9 @@ __all__ = ["build_parser", "main", "run_synthetic_phase", "run_real_phase"]
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m benchmarks.ablation``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ablation", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--arms", nargs="+", default=None, choices=list(ARMS), metavar="ARM",
+    parser.add_argument("--arms", nargs="+", default=None, metavar="ARM",
                         help=f"arms to train (default: all; --quick: {' '.join(QUICK_ARMS)} on the real stack). "
-                             f"Known: {', '.join(ARMS)}")
+                             f"Known: {', '.join(ARMS)}, and oracle@A for any judge accuracy A in [0, 1]")
     parser.add_argument("--seeds", type=int, default=None, help="real-stack seeds 0..N-1, each with its own shared warm "
                                                                 "start (default 3; --quick 1)")
     parser.add_argument("--seed-list", type=int, nargs="+", default=None, metavar="SEED",
@@ -163,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.ablation.report import machine_facts
 
     args = build_parser().parse_args(argv)
+    try:
+        get_arms(args.arms)
+    except ValueError as error:  # an unknown arm, with the closest known one
+        build_parser().error(str(error))
     facts = machine_facts(list(sys.argv[1:] if argv is None else argv))
     started = time.perf_counter()
     if args.synthetic_only and args.real_only:

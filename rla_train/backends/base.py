@@ -93,6 +93,9 @@ class Sample:
         alternatives: for a choice policy (:class:`~rla_train.backends.choice.ChoiceBackend`), the token ids of
             every candidate it chose among, ``token_ids`` being one of them (None for free text): what a
             policy-gradient update on the choice distribution needs.
+        choice_logprobs: for a choice, the log-probability of choosing each of ``alternatives`` (in their
+            order) at the temperature it was sampled at: the behaviour policy's choice distribution (None for
+            free text).
     """
 
     text: str
@@ -100,6 +103,7 @@ class Sample:
     logprobs: list[float] = field(default_factory=list)
     finish_reason: str = "stop"
     alternatives: list[list[int]] | None = None
+    choice_logprobs: list[float] | None = None
 
 
 @dataclass

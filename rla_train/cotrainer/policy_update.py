@@ -92,7 +92,16 @@ ROW_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
 CHOICE_BEFORE = "choice_before"
 """The key under which a choice batch keeps its rows' choice distributions from before the update (for the metrics)."""
 
-NOT_LOSS_INPUTS = ("choice_rows", "sampler_logprobs", PADDING, ROW_SCALE, CHOICE_BEFORE)
+BEHAVIOUR_LOGPS = "behaviour_logps"
+"""The key of a choice batch's (rows, 1) log-probabilities of the chosen candidates under the policy that sampled
+them (the samples' ``choice_logprobs``): the clipped ratio's old policy, without scoring the states again."""
+
+NOT_LOSS_INPUTS = ("choice_rows", "sampler_logprobs", PADDING, ROW_SCALE, CHOICE_BEFORE, BEHAVIOUR_LOGPS)
+
+CHOICE_SHIFT_ROWS = 128
+"""At most this many rows (whole micro-batches, evenly spaced) are scored again after an update for its choice-shift
+metrics (``choice_kl``, ``chosen_prob_change*``): an estimate over a sample of the update's states, one forward pass
+over ~128 rows instead of all of them."""
 """Batch keys kept for SampleTrainer's own use and left out of what TRL's loss receives."""
 
 
@@ -184,7 +193,8 @@ class SampleTrainer(GRPOTrainer):
         steps on the same samples; calling :meth:`update` again would restart the ratio at 1 (no trust region).
 
         With ``choice_logprob`` the metrics also say how far the whole update moved the choice distributions of
-        the samples' states (one more forward pass, no gradient): ``choice_kl``, ``chosen_prob_change``,
+        the samples' states (one more forward pass, no gradient, over :data:`CHOICE_SHIFT_ROWS` of them; the
+        samples' own ``choice_logprobs`` are the distributions before): ``choice_kl``, ``chosen_prob_change``,
         ``chosen_prob_change_pos_adv`` and ``chosen_prob_change_neg_adv`` (see :meth:`_choice_shift`). ``clip_fraction``
         is the share of tokens TRL's clipping held back in the last optimizer step (0 in a first step: ratio 1).
         """
@@ -200,6 +210,8 @@ class SampleTrainer(GRPOTrainer):
             return {**metrics, "loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
         parts = min(self.mini_batches, len(kept))
         bounds = [round(k * len(kept) / parts) for k in range(parts + 1)] if kept else [0]
+        if self.choice_logprob:  # samples of one state side by side, so a micro-batch scores each state once
+            kept = [s for a, b in zip(bounds, bounds[1:]) for s in _states_together(kept[a:b])]
         if ranks.distributed:
             steps = self._aligned_steps([kept[a:b] for a, b in zip(bounds, bounds[1:])], *aligned, ranks=ranks,
                                         filler=kept[0] if kept else self._filler_sample(samples))
@@ -213,7 +225,9 @@ class SampleTrainer(GRPOTrainer):
         if self.beta and self.kl_reference == "initial":
             self._store_ref_logps([batch for batches in steps for batch in batches])
         all_batches = [batch for batches in steps for batch in batches]
-        before = self._choice_snapshot(all_batches, stored=True) if self.choice_logprob else None
+        rows = sum(len(batch.get("choice_rows") or ()) for batch in all_batches)
+        shifted = all_batches[::max(1, -(-rows // CHOICE_SHIFT_ROWS))]  # the micro-batches the shift metrics read
+        before = self._choice_snapshot(shifted, stored=True) if self.choice_logprob else None
         step = {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
         for _ in range(iterations):
             for batches in steps:
@@ -221,7 +235,7 @@ class SampleTrainer(GRPOTrainer):
                 if any(PADDING not in batch for batch in batches):  # a step of padding alone reports nothing
                     step = result
         if before is not None:
-            metrics.update(self._choice_shift(all_batches, before))
+            metrics.update(self._choice_shift(shifted, before))
         self.sync_generation_weights()
         trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
         # the share of tokens whose ratio was clipped in the last optimizer step, over all its micro-batches
@@ -365,11 +379,16 @@ class SampleTrainer(GRPOTrainer):
         return {k: float(v) for k, v in values.items() if v is not None}
 
     def _store_old_logps(self, batches) -> None:
-        """Keep the pre-update log-probabilities (the clipped ratio's old policy; the pre_update KL's reference)."""
+        """Keep the pre-update log-probabilities (the clipped ratio's old policy; the pre_update KL's reference):
+        a choice batch whose samples carry their sampler's choice distributions takes those (the policy that
+        sampled them is the one before this update), any other is scored."""
         for batch in batches:
-            batch["old_per_token_logps"] = self._logps(self.model, batch)
-            if self.choice_logprob:
-                batch[CHOICE_BEFORE] = self._last_choice_log_probs
+            if BEHAVIOUR_LOGPS in batch:
+                batch["old_per_token_logps"] = batch[BEHAVIOUR_LOGPS]
+            else:
+                batch["old_per_token_logps"] = self._logps(self.model, batch)
+                if self.choice_logprob:
+                    batch[CHOICE_BEFORE] = self._last_choice_log_probs
             if self.beta and self.kl_reference == "pre_update":
                 batch["ref_per_token_logps"] = batch["old_per_token_logps"]
             if self.corrects_sampling:
@@ -421,6 +440,12 @@ class SampleTrainer(GRPOTrainer):
         single = [Sample(s.prompt_ids, [s.completion_ids[-1]], s.advantage) for s in samples]
         batch = pad_samples(single, pad, device=self.accelerator.device)
         batch["choice_rows"] = rows
+        behaviour = [_behaviour(sample, len(alternatives), chosen) for sample, (_, alternatives, chosen)
+                     in zip(samples, rows)]
+        if samples and all(b is not None for b in behaviour):
+            batch[CHOICE_BEFORE] = [list(map(float, sample.choice_logprobs)) for sample in samples]
+            batch[BEHAVIOUR_LOGPS] = torch.tensor([[b] for b in behaviour], dtype=torch.float32,
+                                                  device=self.accelerator.device)
         return batch
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args,
@@ -434,7 +459,14 @@ class SampleTrainer(GRPOTrainer):
             return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
                                                               *args, **kwargs)
         rows = self._choice_rows
-        scores = self._scorer.packed_token_logprobs([p for p, _, _ in rows], [c for _, c, _ in rows])
+        keys = [(tuple(p), tuple(map(tuple, c))) for p, c, _ in rows]
+        first: dict[tuple, int] = {}
+        for index, key in enumerate(keys):
+            first.setdefault(key, index)
+        unique = list(first.values())
+        scored = self._scorer.packed_token_logprobs([rows[i][0] for i in unique], [rows[i][1] for i in unique])
+        by_key = {keys[i]: candidates for i, candidates in zip(unique, scored)}
+        scores = [by_key[key] for key in keys]  # a state that occurs twice is scored once (its gradient adds up)
         logps, entropies, distributions = [], [], []
         for (_, _, chosen), candidates in zip(rows, scores):
             # the distribution the choice was sampled from: softmax(scores / T) (ChoiceBackend, VerdictChoiceBackend)
@@ -534,3 +566,20 @@ class SampleTrainer(GRPOTrainer):
                 group["initial_lr"] = peak
             self.lr_scheduler.base_lrs = [peak] * len(self.optimizer.param_groups)
             self.lr_scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+def _states_together(samples: Sequence[Sample]) -> list[Sample]:
+    """``samples`` with those of one state (prompt and candidates) side by side, states in order of first appearance."""
+    groups: dict[tuple, list[Sample]] = {}
+    for sample in samples:
+        key = (tuple(sample.prompt_ids), tuple(map(tuple, sample.alternatives or ())))
+        groups.setdefault(key, []).append(sample)
+    return [sample for group in groups.values() for sample in group]
+
+
+def _behaviour(sample: Sample, candidates: int, chosen: int) -> float | None:
+    """The sampler's log-probability of the sample's choice, when it carries a usable choice distribution."""
+    logprobs = sample.choice_logprobs
+    if logprobs is None or len(logprobs) != candidates or not math.isfinite(float(logprobs[chosen])):
+        return None
+    return float(logprobs[chosen])

@@ -149,15 +149,17 @@ class VerdictChoiceBackend:
         temperature = sampling.temperature if override is None else override
         inputs = self.scored_inputs(prompts)
         tokens = [[self.good_token], [self.bad_token]]
-        scored = self.choice_backend.token_logprobs([ids for _, ids in inputs], [tokens] * len(inputs))
+        scored = self.choice_backend.unique_token_logprobs([ids for _, ids in inputs], [tokens] * len(inputs))
         generator = torch.Generator().manual_seed(sampling.seed) if sampling.seed is not None else None
         generations, self.last_choices = [], []
         for (text, ids), ((good,), (bad,)) in zip(inputs, scored):
             p_good = good_verdict_probability(good, bad, temperature)
             picks = (torch.rand(n, generator=generator, dtype=torch.float64) >= p_good).long().tolist()  # 0 = good
             self.last_choices.append(Choice(list(self.verdicts), [good, bad], [p_good, 1.0 - p_good], picks[0]))
+            choice_logprobs = [math.log(p) if p > 0 else float("-inf") for p in (p_good, 1.0 - p_good)]
             samples = [Sample(text=self.verdicts[k], token_ids=[tokens[k][0]], logprobs=[(good, bad)[k]],
-                              finish_reason="stop", alternatives=[list(t) for t in tokens]) for k in picks]
+                              finish_reason="stop", alternatives=[list(t) for t in tokens],
+                              choice_logprobs=choice_logprobs) for k in picks]
             generations.append(VerdictGeneration(prompt=text, prompt_ids=list(ids), samples=samples,
                                                  good_probability=p_good))
         return generations

@@ -205,7 +205,8 @@ class RolloutEngine(ClosesOnExit):
                 prompt=generation.prompt, prompt_ids=generation.prompt_ids, completion=sample.text,
                 completion_ids=sample.token_ids, logprobs=sample.logprobs, action=parsed.action,
                 parse_error=parsed.error, finish_reason=sample.finish_reason,
-                alternatives=getattr(sample, "alternatives", None)))
+                alternatives=getattr(sample, "alternatives", None),
+                choice_logprobs=getattr(sample, "choice_logprobs", None)))
             actions[slot] = parsed.action
         results = self._env_call(self._slots.step_many, actions)
         self.stats.env_steps += len(actions)

@@ -40,6 +40,8 @@ class StepRecord:
         parse_error: why the answer did not parse into an action (None when it did).
         finish_reason: ``"stop"`` or ``"length"``.
         alternatives: a choice policy's candidates' token ids (``completion_ids`` is one of them), else None.
+        choice_logprobs: a choice policy's log-probability of choosing each alternative (the distribution it
+            sampled from; see ``Sample.choice_logprobs``), else None.
     """
 
     prompt: str
@@ -51,6 +53,7 @@ class StepRecord:
     parse_error: str | None = None
     finish_reason: str = "stop"
     alternatives: list[list[int]] | None = None
+    choice_logprobs: list[float] | None = None
 
     @property
     def input_ids(self) -> list[int]:
@@ -67,7 +70,9 @@ class StepRecord:
         return {"prompt": self.prompt, "prompt_ids": list(self.prompt_ids), "completion": self.completion,
                 "completion_ids": list(self.completion_ids), "logprobs": [float(x) for x in self.logprobs],
                 "action": self.action, "parse_error": self.parse_error, "finish_reason": self.finish_reason,
-                **({"alternatives": [list(c) for c in self.alternatives]} if self.alternatives is not None else {})}
+                **({"alternatives": [list(c) for c in self.alternatives]} if self.alternatives is not None else {}),
+                **({"choice_logprobs": [float(x) for x in self.choice_logprobs]}
+                   if self.choice_logprobs is not None else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StepRecord:

@@ -50,6 +50,8 @@ class Sample:
         info: anything to keep with the sample (episode, step, kind) for logs.
         alternatives: for a choice policy, the token ids of every candidate it chose among
             (``completion_ids`` is one of them); a trainer with ``choice_logprob=True`` needs them.
+        choice_logprobs: for a choice, the log-probability with which the sampler would choose each alternative
+            (the behaviour policy's distribution); a trainer takes it instead of scoring the state again.
     """
 
     prompt_ids: list[int]
@@ -58,6 +60,7 @@ class Sample:
     logprobs: list[float] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     alternatives: list[list[int]] | None = None
+    choice_logprobs: list[float] | None = None
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,8 @@ def policy_samples(groups: Sequence[Sequence], spec: RewardSpec) -> tuple[list[S
                 stats["zero_advantage_steps"] += float(advantage == 0)
                 samples.append(Sample(step.prompt_ids, step.completion_ids, float(advantage), step.logprobs,
                                       {"group": group_index, "task_id": episode.task_id, "step": index},
-                                      alternatives=getattr(step, "alternatives", None)))
+                                      alternatives=getattr(step, "alternatives", None),
+                                      choice_logprobs=getattr(step, "choice_logprobs", None)))
     stats["zero_advantage_fraction"] = stats["zero_advantage_steps"] / stats["steps"] if stats["steps"] else 0.0
     return samples, stats
 
@@ -207,5 +211,6 @@ def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list
                     stats["zero_reward_judgments"] += float(value == 0)
                     samples.append(Sample(generation.prompt_ids, sample.token_ids, float(value), sample.logprobs,
                                           {"group": group_index, "task_id": episode.task_id, "step": index},
-                                          alternatives=getattr(sample, "alternatives", None)))
+                                          alternatives=getattr(sample, "alternatives", None),
+                                          choice_logprobs=getattr(sample, "choice_logprobs", None)))
     return samples, stats

@@ -273,6 +273,20 @@ def test_the_held_out_learning_curve_is_averaged_over_seeds_at_the_steps_every_s
     assert "- outcome_only: step 0: 12.5% [" in text and "step 24: 62.5% [" in text
 
 
+def test_an_oracle_arm_of_any_accuracy_can_be_named_and_a_bad_one_is_refused(capsys):
+    from benchmarks.ablation.cli import main
+
+    [arm] = get_arms(["oracle@0.9"])
+    assert arm.overrides() == ["train.mode=policy", "reward_model.kind=noisy_oracle", "reward_model.oracle_accuracy=0.9"]
+    assert get_arms(["oracle@0.75"])[0].oracle_accuracy == 0.75
+    for bad in ("oracle@1.5", "oracle@x", "oracle@0.90"):
+        with pytest.raises(ValueError, match="unknown arm"):
+            get_arms([bad])
+    with pytest.raises(SystemExit):
+        main(["--arms", "oracle@2", "--synthetic-only"])
+    assert "unknown arm 'oracle@2'" in capsys.readouterr().err
+
+
 def test_the_control_arm_is_outcome_only_with_another_training_stream():
     from benchmarks.ablation.arms import ARMS
 

@@ -62,9 +62,26 @@ def test_choices_are_admissible_with_exact_token_logprobs(tiny_backend):
         tiny_backend.score([prompts[1]], [COMMANDS[0] + "<|im_end|>"])[0], abs=1e-4)
 
 
+def test_identical_prompts_are_scored_once_and_samples_carry_the_choice_distribution(tiny_backend):
+    import math
+
+    prompts = [chat(COMMANDS), chat(COMMANDS[1:], text="You arrive at drawer 2.")]
+    backend = ChoiceBackend(tiny_backend, max_batch_tokens=1)  # one packed row per forward pass
+    backend.generate(prompts, sampling=SamplingParams(seed=0))
+    assert backend.forward_passes == 2
+    alone = [c.scores for c in backend.last_choices]
+    generations = backend.generate([prompts[0], prompts[1], prompts[0], prompts[0]], sampling=SamplingParams(seed=0))
+    assert backend.forward_passes == 4                      # two distinct prompts: two more rows, not four
+    assert [c.scores for c in backend.last_choices] == [alone[0], alone[1], alone[0], alone[0]]
+    for generation, choice in zip(generations, backend.last_choices):
+        [sample] = generation.samples
+        assert sample.choice_logprobs == pytest.approx([math.log(p) for p in choice.probabilities], abs=1e-12)
+        assert sample.alternatives[choice.index] == sample.token_ids
+
+
 def test_greedy_picks_the_argmax_and_sampling_follows_the_softmax(tiny_backend):
     prompts = [chat(COMMANDS), chat(COMMANDS[1:], text="You arrive at drawer 2.")]
-    greedy = ChoiceBackend(tiny_backend, temperature=0.0, max_batch_tokens=64)  # tiny budget: many passes
+    greedy = ChoiceBackend(tiny_backend, temperature=0.0, max_batch_tokens=64, method="cache")  # many passes
     generations = greedy.generate(prompts, n=2)
     for generation, choice in zip(generations, greedy.last_choices):
         best = max(range(len(choice.scores)), key=choice.scores.__getitem__)

@@ -186,3 +186,66 @@ def test_kl_to_the_initial_model_uses_trls_reference_copy(trainer_factory):
     first = trainer.update([Sample(prompt, good, 1.0), Sample(prompt, ids(tokenizer, "look<|im_end|>"), -1.0)])
     second = trainer.update([Sample(prompt, good, 1.0), Sample(prompt, ids(tokenizer, "look<|im_end|>"), -1.0)])
     assert first["trl/kl"] == 0.0 and second["trl/kl"] > 0  # the policy moved away from its frozen start
+
+
+def _choice_trainer(tiny_model_path, tmp_path, **options):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
+    args = GRPOConfig(output_dir=str(tmp_path), learning_rate=1e-3, per_device_train_batch_size=4, num_generations=2,
+                      use_cpu=True, report_to="none", bf16=False, max_completion_length=8, beta=0.0, **options)
+    return SampleTrainer(AutoModelForCausalLM.from_pretrained(tiny_model_path), tokenizer, args, total_steps=3,
+                         choice_logprob=True), tokenizer
+
+
+def test_the_samplers_choice_distributions_stand_in_for_scoring_the_states_before_the_update(tiny_model_path, tmp_path):
+    from rla_train.backends.choice import ChoiceBackend
+    from rla_train.backends.hf import TransformersBackend
+
+    def played(trainer, tokenizer):  # what a choice policy's rollout records: choices with their distributions
+        backend = ChoiceBackend(TransformersBackend(trainer.model, tokenizer), temperature=1.0)
+        chats = [[{"role": "user", "content": text, "admissible_actions": ["go to fridge 1", "look", "open drawer 1"]}]
+                 for text in ("where now?", "You see a fridge.", "where now?")]
+        generations = backend.generate(chats, n=2)
+        return [Sample(g.prompt_ids, s.token_ids, advantage, alternatives=s.alternatives,
+                       choice_logprobs=s.choice_logprobs)
+                for g, advantages in zip(generations, ((1.0, -1.0), (0.5, -0.5), (-1.0, 1.0)))
+                for s, advantage in zip(g.samples, advantages)]
+
+    runs = {}
+    for name in ("sampler's", "scored again"):
+        torch.manual_seed(0)
+        trainer, tokenizer = _choice_trainer(tiny_model_path, tmp_path / name, num_iterations=2)
+        samples = played(trainer, tokenizer)
+        if name == "scored again":
+            samples = [Sample(s.prompt_ids, s.completion_ids, s.advantage, alternatives=s.alternatives) for s in samples]
+        passes = []
+        original = trainer._scorer.packed_token_logprobs
+        trainer._scorer.packed_token_logprobs = (lambda p, c, passes=passes, original=original:
+                                                 passes.append(len(p)) or original(p, c))
+        metrics = trainer.update(samples)
+        runs[name] = (torch.cat([p.detach().flatten() for p in trainer.model.parameters()]), metrics, passes)
+    (weights, metrics, passes), (reference, reference_metrics, reference_passes) = runs["sampler's"], runs["scored again"]
+    assert torch.allclose(weights, reference, atol=1e-6)               # the same update, up to float rounding
+    assert metrics["choice_kl"] == pytest.approx(reference_metrics["choice_kl"], rel=1e-3, abs=1e-9)
+    # 6 samples of 2 distinct states in micro-batches of 4: the states sit together, each scored once per pass;
+    # the old policy's pass before the update is skipped (2 training passes + 1 after, against 1 + 2 + 1)
+    assert sum(passes) < sum(reference_passes) and len(passes) == len(reference_passes) - 2
+    assert max(passes) <= 2
+
+
+def test_a_state_twice_in_a_micro_batch_is_scored_once_and_weighs_twice(tiny_model_path, tmp_path):
+    trainer, tokenizer = _choice_trainer(tiny_model_path, tmp_path)
+    prompt = ids(tokenizer, PROMPT)
+    alternatives = [ids(tokenizer, c + "<|im_end|>") for c in ("go to fridge 1", "look")]
+    twice = [Sample(prompt, alternatives[0], 1.0, alternatives=alternatives)] * 2
+    gradients = []
+    for samples in (twice, twice[:1]):
+        trainer._choice_rows = trainer._choice_batch(samples, 0)["choice_rows"]
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, None, None, 1)
+        trainer._choice_rows = None
+        trainer.model.zero_grad()
+        logps.sum().backward()
+        gradients.append(torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.grad is not None]))
+    assert torch.allclose(gradients[0], 2 * gradients[1], atol=1e-6)
