@@ -19,6 +19,7 @@ SUITES: dict[str, tuple[str, ...]] = {
     "sandbox": ("benchmarks.perf.sandbox",),
     "rollout": ("benchmarks.perf.rollout",),
     "trainer": ("benchmarks.perf.trainer",),
+    "cotrain": ("benchmarks.perf.cotrain",),
 }
 SUITES["all"] = tuple(dict.fromkeys(m for modules in SUITES.values() for m in modules))
 # After "all": the desktop suite needs Debian's desktop packages (scripts/install-desktop.sh), so it runs by name.

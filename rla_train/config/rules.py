@@ -40,6 +40,10 @@ def check_sections(config: TrainConfig) -> None:
         raise ConfigError(f"reward_model.kind=noisy_oracle votes the expert's step labels, which exist for the "
                           f"families with a step-label oracle ({', '.join(with_labels)}), not {family}; use "
                           "reward_model.kind=model")
+    if mode.train_reward_model and rm.objective == "labelled" and spec.step_labels is None:
+        raise ConfigError(f"reward_model.objective=labelled rewards agreeing with the family's step labels, which exist "
+                          f"for the families with a step-label oracle ({', '.join(with_labels)}), not {family}; use "
+                          "reward_model.objective=paper or balanced")
     if mode.reward_model and rm.kind == "model" and rm.model is None:
         raise ConfigError(f"train.mode={name} needs a reward model, but reward_model.model is null; set it to a "
                           f"model path, '{SAME_AS_POLICY}' or '{TINY}', or use train.mode=outcome_only")

@@ -154,6 +154,11 @@ class RewardModelConfig(Section):
     updates_per_step: int = setting(1, "passes of reward-model updates over each training step's judgments, each "
                                     "num_iterations x mini_batches optimizer steps, all clipped against the judge that "
                                     "voted (0 = the reward model judges but is not trained)", ge=0)
+    objective: str = setting("paper", "what co-training rewards the reward model for: paper (consistency with the step "
+                             "reward, R_i·S_ij), balanced (the same, won and lost episodes weighted alike) or labelled "
+                             "(agreement with the family's step-label oracle, e.g. ALFWorld's planner, on the policy's "
+                             "own rollouts; privileged: needs a family with step labels)",
+                             choices=("paper", "balanced", "labelled"))
     task_filter_low: float = setting(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
     task_filter_high: float = setting(0.8, "... and <= this (rla_train.signals.rewards.reward_model_task_filter)", ge=0, le=1)
     max_completion_length: int = setting(32, "most tokens per judgment (reasoning + \\boxed{±1})", alias="max_new_tokens",

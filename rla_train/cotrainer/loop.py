@@ -42,7 +42,7 @@ from rla_train.cotrainer.checkpoint import (CorruptCheckpoint, apply_rng, captur
 from rla_train.cotrainer.components import build_components
 from rla_train.cotrainer.distributed import ONE_PROCESS, Ranks, merge_rank_metrics
 from rla_train.cotrainer.judge_metrics import (extend_probe, judge_step_metrics, judge_summary, load_probe_extension,
-                                               record_step)
+                                               oracle_labels, record_step)
 from rla_train.cotrainer.play_setup import env_spec, play_heldout
 from rla_train.cotrainer.plots import plot_run
 from rla_train.cotrainer.run_dir import SCRATCH_DIRS, RunDirError, claim_run_dir
@@ -142,8 +142,12 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[s
     policy = parts.policy_trainer.update(samples)                                                 # 5
     local.update({f"policy_{k}": v for k, v in policy.items() if not k.startswith("trl/")})
     if parts.rm_trainer is not None:                                                              # 6
+        objective = config.reward_model.objective
+        labels = ({id(e): oracle_labels(e) for group in groups for e in group if e.error is None}
+                  if objective == "labelled" else None)  # kept on the episodes: the step's metrics reuse them
         rm_samples, rm_stats = reward_model_samples(groups, generations, spec, low=config.reward_model.task_filter_low,
-                                                    high=config.reward_model.task_filter_high)
+                                                    high=config.reward_model.task_filter_high, objective=objective,
+                                                    labels=labels)
         if config.reward_model.updates_per_step:  # 0: judged with, not trained
             # one call: every pass's clipped ratio is against the judge that gave the votes
             rm = parts.rm_trainer.update(rm_samples, passes=config.reward_model.updates_per_step)

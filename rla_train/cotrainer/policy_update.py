@@ -173,6 +173,7 @@ class SampleTrainer(GRPOTrainer):
         self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)
         self.model_wrapped = self.model
         self.choice_logprob = bool(choice_logprob)
+        self.choice_shift_rows = CHOICE_SHIFT_ROWS  # rows scored after an update for its choice-shift metrics
         self._choice_rows = None  # the current micro-batch's (prompt ids, candidate ids, chosen index)
         self._last_choice_log_probs: list[list[float]] = []  # its rows' choice distributions (log), last computed
         if self.choice_logprob:
@@ -226,7 +227,7 @@ class SampleTrainer(GRPOTrainer):
             self._store_ref_logps([batch for batches in steps for batch in batches])
         all_batches = [batch for batches in steps for batch in batches]
         rows = sum(len(batch.get("choice_rows") or ()) for batch in all_batches)
-        shifted = all_batches[::max(1, -(-rows // CHOICE_SHIFT_ROWS))]  # the micro-batches the shift metrics read
+        shifted = all_batches[::max(1, -(-rows // self.choice_shift_rows))]  # the micro-batches the shift metrics read
         before = self._choice_snapshot(shifted, stored=True) if self.choice_logprob else None
         step = {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
         for _ in range(iterations):

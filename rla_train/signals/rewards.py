@@ -10,6 +10,9 @@ Pure functions over numbers and numpy arrays (no torch, no models), one per line
   step index; zero-advantage samples are dropped.
 - :func:`consistency_rewards` / :func:`episode_consistency_rewards` — reward-model reward R_i·S_ij
   (unparseable vote → −2), z-scored within the m judgments of a step (a lone judgment gets 0).
+- :func:`label_rewards` and :func:`outcome_balance_weights` — the reward model's other objectives
+  (:data:`RM_OBJECTIVES`): agreement with the family's step label, and consistency weighted so that won and lost
+  episodes count alike.
 - :func:`policy_task_filter` / :func:`reward_model_task_filter` — which tasks give training data; the policy
   filter has three named rules (:data:`GROUP_FILTERS`).
 - :func:`unit_test_correctness` / :func:`unit_test_rewards` — the coding variant: rewards for generated
@@ -46,7 +49,8 @@ import numpy as np
 __all__ = [
     "INVALID_JUDGMENT_REWARD", "ROUNDING_TOLERANCE", "OUTCOME_ENCODINGS", "GROUP_FILTERS", "outcome_value",
     "integrated_rewards", "step_advantages", "nonzero_mask",
-    "consistency_rewards", "episode_consistency_rewards", "policy_task_filter", "reward_model_task_filter",
+    "consistency_rewards", "episode_consistency_rewards", "RM_OBJECTIVES", "label_rewards", "outcome_balance_weights",
+    "policy_task_filter", "reward_model_task_filter",
     "unit_test_correctness", "unit_test_rewards",
 ]
 
@@ -183,6 +187,44 @@ def episode_consistency_rewards(step_rewards: Sequence[float] | np.ndarray,
         raise ValueError(f"one step reward per judged step expected: got {len(step_rewards)} rewards and "
                          f"{len(judgments)} judgment lists; pass the output of integrated_rewards for this episode")
     return [consistency_rewards(reward, votes) for reward, votes in zip(step_rewards, judgments)]
+
+
+#: What the reward model is rewarded for (``reward_model.objective``): ``paper`` the consistency R_i·S_ij above;
+#: ``balanced`` the same, each episode weighted so that won and lost episodes weigh alike
+#: (:func:`outcome_balance_weights`); ``labelled`` agreement with the family's step label (:func:`label_rewards`).
+RM_OBJECTIVES = ("paper", "balanced", "labelled")
+
+
+def label_rewards(label: bool | None, votes: Sequence[int]) -> np.ndarray:
+    """Reward-model rewards of the m judgments of a step with a known label: agreement, z-scored within the step.
+
+    A vote equal to the label (good → +1, bad → −1) earns +1, the other vote −1, an unparseable one
+    :data:`INVALID_JUDGMENT_REWARD`; z-scored like :func:`consistency_rewards` (all equal or a lone judgment → 0).
+    An undetermined step (``label`` None) gives zeros: nothing to agree with. By hand: label bad, votes
+    [-1, 1, 1] → raw [1, -1, -1], mean -1/3, std 0.94281 → [1.41421, -0.70711, -0.70711].
+    """
+    array = _votes_array(votes, "votes")
+    if label is None or array.size < 2:
+        return np.zeros_like(array)
+    truth = 1.0 if label else -1.0
+    raw = np.where(array == 0.0, INVALID_JUDGMENT_REWARD, np.where(array == truth, 1.0, -1.0))
+    return _zscore(raw)
+
+
+def outcome_balance_weights(won: Sequence[bool]) -> np.ndarray:
+    """Per-episode weights under which won and lost episodes weigh alike: n / (2 · n_class), 1 with one class.
+
+    With O = ±1 and λ <= 1 the consistency reward has the sign of the outcome, so a batch of mostly lost episodes
+    pays the judge for voting "bad" far more often than for "good": the judge learns the base rate. Weighting each
+    class to half the total removes that pull. By hand: [won, lost, lost, lost] → [2, 2/3, 2/3, 2/3] (4/2 and 4/6).
+    """
+    flags = np.asarray([bool(w) for w in won], dtype=bool)
+    if flags.size == 0:
+        return np.zeros(0)
+    wins = int(flags.sum())
+    if wins in (0, flags.size):
+        return np.ones(flags.size)
+    return np.where(flags, flags.size / (2 * wins), flags.size / (2 * (flags.size - wins)))
 
 
 def _check_rate(success_rate: float) -> float:

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from rla_train.signals.rewards import (GROUP_FILTERS, OUTCOME_ENCODINGS, ROUNDING_TOLERANCE, consistency_rewards,
-                                       integrated_rewards, outcome_value, policy_task_filter, reward_model_task_filter,
-                                       step_advantages)
+from rla_train.signals.rewards import (GROUP_FILTERS, OUTCOME_ENCODINGS, RM_OBJECTIVES, ROUNDING_TOLERANCE,
+                                       consistency_rewards, integrated_rewards, label_rewards, outcome_balance_weights,
+                                       outcome_value, policy_task_filter, reward_model_task_filter, step_advantages)
 
 __all__ = ["Sample", "RewardSpec", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate",
            "advantage_changes", "advantage_change_fraction"]
@@ -186,31 +186,50 @@ def advantage_change_fraction(groups: Sequence[Sequence], spec: RewardSpec,
 
 
 def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list], spec: RewardSpec, *,
-                         low: float = 0.2, high: float = 0.8) -> tuple[list[Sample], dict[str, float]]:
+                         low: float = 0.2, high: float = 0.8, objective: str = "paper",
+                         labels: dict[int, Sequence[bool | None]] | None = None) -> tuple[list[Sample], dict[str, float]]:
     """The reward model's judgment samples from judged GRPO groups, and counts.
 
     ``generations[id(episode)]`` holds the judge's Generation for each step of that episode (what
     :class:`~rla_train.reward_model.JudgeReport` returns), so each judgment's prompt and token ids are
-    trained exactly as they were sampled. The consistency reward uses R_i under ``spec`` (its outcome
-    encoding and λ). Counts: ``groups_filtered``, ``judgments`` and ``zero_reward_judgments`` (samples the
-    trainer will drop: all of a step's judgments agreed in value, or the step was judged once).
+    trained exactly as they were sampled. ``objective`` (:data:`~rla_train.signals.rewards.RM_OBJECTIVES`):
+    ``paper``, the consistency reward with R_i under ``spec`` (its outcome encoding and λ); ``balanced``, the same
+    scaled by :func:`~rla_train.signals.rewards.outcome_balance_weights` over the kept episodes; ``labelled``,
+    agreement with ``labels[id(episode)]`` (the family's step labels; an episode without labels gives no data).
+    Counts: ``groups_filtered``, ``judgments`` and ``zero_reward_judgments`` (samples the trainer will drop: all of
+    a step's judgments agreed in value, or the step was judged once).
     """
+    if objective not in RM_OBJECTIVES:
+        raise ValueError(f"objective must be one of {RM_OBJECTIVES}, got {objective!r}")
+    if objective == "labelled" and labels is None:
+        raise ValueError("objective='labelled' needs labels: {id(episode): [True | False | None per step]} from the "
+                         "family's step-label oracle")
     samples: list[Sample] = []
     stats = {"groups_filtered": 0.0, "judgments": 0.0, "zero_reward_judgments": 0.0}
+    kept = []
     for group_index, group in enumerate(groups):
         episodes = _usable(group)
         if not episodes or not reward_model_task_filter(group_success_rate(episodes), low, high):
             stats["groups_filtered"] += 1
             continue
-        for episode in episodes:
-            rewards = step_rewards(episode, spec)
-            for index, (reward, votes, generation) in enumerate(zip(rewards, episode.judgments,
-                                                                    generations[id(episode)])):
-                for sample, value in zip(generation.samples, consistency_rewards(float(reward), votes)):
-                    stats["judgments"] += 1
-                    stats["zero_reward_judgments"] += float(value == 0)
-                    samples.append(Sample(generation.prompt_ids, sample.token_ids, float(value), sample.logprobs,
-                                          {"group": group_index, "task_id": episode.task_id, "step": index},
-                                          alternatives=getattr(sample, "alternatives", None),
-                                          choice_logprobs=getattr(sample, "choice_logprobs", None)))
+        kept += [(group_index, episode) for episode in episodes]
+    weights = (outcome_balance_weights([e.won for _, e in kept]) if objective == "balanced"
+               else [1.0] * len(kept))
+    for (group_index, episode), weight in zip(kept, weights):
+        if objective == "labelled":
+            episode_labels = list(labels.get(id(episode)) or [])
+            if len(episode_labels) != len(episode.judgments):
+                continue  # not labelled (an oracle failure): no data
+            values = [label_rewards(label, votes) for label, votes in zip(episode_labels, episode.judgments)]
+        else:
+            values = [consistency_rewards(float(reward), votes) * weight
+                      for reward, votes in zip(step_rewards(episode, spec), episode.judgments)]
+        for index, (step_values, generation) in enumerate(zip(values, generations[id(episode)])):
+            for sample, value in zip(generation.samples, step_values):
+                stats["judgments"] += 1
+                stats["zero_reward_judgments"] += float(value == 0)
+                samples.append(Sample(generation.prompt_ids, sample.token_ids, float(value), sample.logprobs,
+                                      {"group": group_index, "task_id": episode.task_id, "step": index},
+                                      alternatives=getattr(sample, "alternatives", None),
+                                      choice_logprobs=getattr(sample, "choice_logprobs", None)))
     return samples, stats

@@ -233,3 +233,13 @@ def test_parse_args_config_set_and_resume(tmp_path, capsys):
     with pytest.raises(SystemExit):
         parse_args(["--resume", str(tmp_path / "nothing-here")])
     assert "pass the output.dir of an earlier run" in capsys.readouterr().err
+
+
+def test_the_labelled_judge_objective_needs_a_family_with_step_labels():
+    config = load_config(None, ["reward_model.objective=labelled"])
+    assert config.reward_model.objective == "labelled"                 # ALFWorld has the planner's labels
+    with pytest.raises(ConfigError, match="reward_model.objective=labelled .* not code"):
+        load_config(CONFIGS / "code-qwen2.5-7b.yaml", ["reward_model.objective=labelled", "train.mode=policy+reward"],
+                    check_hardware=False)
+    with pytest.raises(ConfigError, match="Did you mean|must be one of|choose"):
+        load_config(None, ["reward_model.objective=consistency"])

@@ -196,3 +196,20 @@ def test_unit_test_shapes_are_checked():
         rw.unit_test_rewards(PASSES, [True, False])
     with pytest.raises(ValueError, match="matrix"):
         rw.unit_test_correctness([True, False], [True])
+
+
+def test_label_rewards_pay_agreement_with_the_label_zscored_within_the_step():
+    # label bad, votes [-1, 1, 1]: raw [1, -1, -1], mean -1/3, std sqrt((16/9 + 4/9 + 4/9)/3) = 0.94281
+    np.testing.assert_allclose(rw.label_rewards(False, [-1, 1, 1]), [1.41421, -0.70711, -0.70711], rtol=1e-4)
+    # label good, votes [1, -1, 0]: raw [1, -1, -2], mean -2/3, std 1.24722 -> [1.33631, -0.26726, -1.06904]
+    np.testing.assert_allclose(rw.label_rewards(True, [1, -1, 0]), [1.33631, -0.26726, -1.06904], rtol=1e-4)
+    np.testing.assert_array_equal(rw.label_rewards(None, [1, -1, 1]), [0.0, 0.0, 0.0])   # undetermined: no data
+    np.testing.assert_array_equal(rw.label_rewards(True, [1, 1, 1]), [0.0, 0.0, 0.0])    # all agree: no spread
+    np.testing.assert_array_equal(rw.label_rewards(True, [-1]), [0.0])                   # one judgment: nothing
+
+
+def test_outcome_balance_weights_give_each_outcome_half_the_weight():
+    # 1 won of 4: 4 / (2 x 1) = 2 for it, 4 / (2 x 3) = 2/3 for each lost one; the classes then weigh 2 and 2
+    np.testing.assert_allclose(rw.outcome_balance_weights([True, False, False, False]), [2, 2 / 3, 2 / 3, 2 / 3])
+    np.testing.assert_array_equal(rw.outcome_balance_weights([False, False]), [1.0, 1.0])  # one class: unchanged
+    assert rw.outcome_balance_weights([]).size == 0

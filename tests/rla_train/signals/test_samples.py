@@ -180,3 +180,24 @@ def test_reward_model_samples_give_nothing_for_a_step_judged_once():
     samples, stats = reward_model_samples([[won, lost]], judge_generations([won, lost]), RewardSpec())
     assert [s.advantage for s in samples] == [0.0, 0.0, 0.0, 0.0]  # the trainer drops zero advantages
     assert stats["judgments"] == 4 and stats["zero_reward_judgments"] == 4
+
+
+def test_reward_model_objectives_balanced_and_labelled():
+    won, lost1, lost2 = episode(True, [[1, -1, -1]]), episode(False, [[1, -1, -1]]), episode(False, [[1, -1, -1]])
+    generations = judge_generations([won, lost1, lost2])
+    paper, _ = reward_model_samples([[won, lost1, lost2]], generations, RewardSpec(), high=1.0)
+    balanced, _ = reward_model_samples([[won, lost1, lost2]], generations, RewardSpec(), high=1.0, objective="balanced")
+    # weights: 3 / (2 x 1) = 1.5 for the won episode, 3 / (2 x 2) = 0.75 for each lost one
+    assert [b.advantage for b in balanced] == pytest.approx([1.5 * p.advantage for p in paper[:3]]
+                                                            + [0.75 * p.advantage for p in paper[3:]])
+    labels = {id(won): [False], id(lost1): [True], id(lost2): None}   # lost2: not labelled, gives nothing
+    labelled, stats = reward_model_samples([[won, lost1, lost2]], generations, RewardSpec(), high=1.0,
+                                           objective="labelled", labels=labels)
+    # won, label bad, votes [1, -1, -1] -> raw [-1, 1, 1] -> [-1.41421, 0.70711, 0.70711]; lost1 labelled good: the mirror
+    assert [s.advantage for s in labelled] == pytest.approx([-1.41421, 0.70711, 0.70711, 1.41421, -0.70711, -0.70711],
+                                                            abs=1e-4)
+    assert stats["judgments"] == 6
+    with pytest.raises(ValueError, match="needs labels"):
+        reward_model_samples([[won]], generations, RewardSpec(), objective="labelled")
+    with pytest.raises(ValueError, match="objective must be one of"):
+        reward_model_samples([[won]], generations, RewardSpec(), objective="consistency")
