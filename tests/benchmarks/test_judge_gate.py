@@ -1,0 +1,30 @@
+"""Gate C's measurement script: its variant names and its table (the measurement itself runs in benchmarks/)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from benchmarks.ablation.judge_gate import format_table, parse_variant
+
+
+def test_variants_are_named_episodes_steps_and_optionally_large():
+    variant = parse_variant("432/1000/large")
+    assert (variant.episodes, variant.steps, variant.large, variant.name) == (432, 1000, True, "432/1000/large")
+    assert parse_variant("144/300").name == "144/300" and not parse_variant("144/300").large
+    for bad in ("144", "144/x", "144/300/huge", "1/2/large/3"):
+        with pytest.raises(argparse.ArgumentTypeError, match="EPISODES/STEPS"):
+            parse_variant(bad)
+
+
+def test_the_table_passes_a_variant_only_when_every_seed_reaches_the_gate():
+    def seed(number, votes):
+        return {"seed": number, "labelled_steps": 100, "bad_steps": 10,
+                "variants": {name: {"vote_balanced_accuracy": v, "verdict_balanced_accuracy": v + 0.01}
+                             for name, v in votes.items()}}
+
+    table = format_table([seed(0, {"144/300": 0.79, "144/1000": 0.85}), seed(1, {"144/300": 0.9, "144/1000": 0.8})])
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines() if line.startswith("| 144")}
+    assert rows["144/300"].endswith("| no |") and rows["144/1000"].endswith("| yes |")   # 0.79 < 0.80 on seed 0
+    assert "0.850 (majority 0.860)" in rows["144/1000"]
