@@ -160,6 +160,8 @@ def runtime_python(python: str | None = None) -> str:
 SYSTEM_DIRS = ("/usr", "/etc", "/sys", "/var/lib/dbus", "/var/cache/fontconfig")
 """The host directories a session sees (read-only): the installed programs, their settings, and the state the
 desktop's apps read (the D-Bus machine id, the font cache). Everything else of the host is absent."""
+READ_ONLY_FOLDERS = ("/dev", "/home", "/run", "/")
+"""The session's own tmpfs folders that hold only mount points: read-only once the mounts are made."""
 ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 """Top-level names that merged-/usr systems make links into ``/usr`` (and older ones real directories)."""
 
@@ -279,6 +281,8 @@ class LocalSession(ClosesOnExit):
             "bwrap",
             *system_view(self.python, hide=host_private_dirs()),
             "--dev", "/dev",
+            "--tmpfs", "/dev/shm",
+            "--mqueue", "/dev/mqueue",
             "--proc", "/proc",
             "--tmpfs", "/tmp",
             "--tmpfs", "/var/tmp",
@@ -289,6 +293,9 @@ class LocalSession(ClosesOnExit):
             "--ro-bind", str(self._dir / "etc" / "passwd"), "/etc/passwd",
             "--ro-bind", str(self._dir / "etc" / "group"), "/etc/group",
             *(["--ro-bind", str(self._dir / "home-template"), "/tmp/.rla/home-template"] if self.home_template else []),
+            # The folders bubblewrap made to hold the mounts above are read-only, so the session can write only
+            # where a reset restores: its home, /tmp, /var/tmp, /dev/shm and /dev/mqueue (controller/scratch.py).
+            *[arg for folder in READ_ONLY_FOLDERS for arg in ("--remount-ro", folder)],
             "--unshare-user", "--uid", str(SESSION_UID), "--gid", str(SESSION_GID), "--cap-drop", "ALL",
             "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--hostname", "rla-desktop",
             "--die-with-parent", "--new-session",

@@ -11,7 +11,9 @@ It imports no rla code: it runs under Debian's python3 (or the runtime venv made
 Modules:
     boot.py       the session's processes: Xvfb, D-Bus, AT-SPI, openbox, and the environment apps get
     home.py       the home template: seeding, snapshot and restore on reset
-    scratch.py    /tmp and /var/tmp: what the booted desktop made stays, the rest is removed on reset
+    scratch.py    the writable folders outside the home (/tmp, /var/tmp, /dev/shm, /dev/mqueue, the runtime dir):
+                  what the booted desktop made stays as it was, the rest is removed on reset
+    ipc.py        System V IPC objects: those made after boot are removed on reset
     processes.py  launching, running and tracking apps; killing them on reset
     screen.py     screenshots (raw RGB and PNG) with mss
     a11y.py       the AT-SPI tree as OSWorld's XML

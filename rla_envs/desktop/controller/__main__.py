@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     from controller.boot import boot_desktop, stop_desktop
     from controller.home import HomeTemplate
     from controller.processes import ProcessTracker
-    from controller.scratch import ScratchDirs
+    from controller.ipc import SysvIpc
+    from controller.scratch import SCRATCH_DIRS, ScratchDirs
     from controller.screen import Screen
 
     width, height = args.screen
@@ -94,13 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     desktop = boot_desktop(width, height)
     tracker = ProcessTracker(desktop.env, str(home))
     _warm_up_accessibility()
+    tracker.mark_core()  # before the first action worker: the agent's code never runs in a core process
     actions = ActionRunner(desktop.env, str(home), adopt=tracker.adopt)
     actions.start()
-    tracker.mark_core()
-    scratch = ScratchDirs()
-    scratch.snapshot()  # the booted desktop's own entries: what every reset leaves
+    # What the booted desktop made outside the home: what every reset brings back (nothing else stays)
+    scratch = ScratchDirs((*SCRATCH_DIRS, str(runtime_dir)))
+    scratch.snapshot()
+    ipc = SysvIpc()
+    ipc.snapshot()
     state = State(env=desktop.env, home=home, tracker=tracker, template=template, screen=Screen(), token=token,
-                  actions=actions, scratch=scratch)
+                  actions=actions, scratch=scratch, ipc=ipc)
     app = create_app(state)
 
     import pyautogui  # needs $DISPLAY, set by boot_desktop

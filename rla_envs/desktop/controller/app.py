@@ -25,6 +25,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from controller import a11y, windows
 from controller.action_runner import ActionRunner
 from controller.home import HomeTemplate
+from controller.ipc import SysvIpc
 from controller.openers import describe_openers, opener_for
 from controller.processes import CommandError, ProcessTracker, normalise_command
 from controller.scratch import ScratchDirs
@@ -55,7 +56,9 @@ class State:
     token: str
     actions: ActionRunner
     scratch: ScratchDirs | None = None
-    """The scratch folders' entries at boot (None: a reset leaves /tmp as it is)."""
+    """The writable folders' entries at boot outside the home (None: a reset leaves /tmp as it is)."""
+    ipc: SysvIpc | None = None
+    """The System V IPC objects at boot (None: a reset leaves them as they are)."""
 
 
 def _expand(path: str, home: Path) -> Path:
@@ -200,9 +203,12 @@ def create_app(state: State) -> FastAPI:
     def reset():
         started = time.monotonic()
         state.actions.reset()  # first: a wedged action must not hold the desktop
+        problems = state.tracker.core_problems()  # wakes a core process the episode stopped
         killed = state.tracker.kill_apps(spare={state.actions.pid} - {None})
         if state.scratch is not None:  # the apps are gone: nothing writes there any more
-            state.scratch.clear()
+            problems += [f"{path} (made at boot) is gone" for path in state.scratch.clear().missing]
+        if state.ipc is not None:
+            state.ipc.clear()
         state.template.restore()
         if gui_lock.acquire(timeout=GUI_LOCK_TIMEOUT_S):
             try:
@@ -210,6 +216,9 @@ def create_app(state: State) -> FastAPI:
             finally:
                 gui_lock.release()
         state.actions.start()
+        if problems:  # the episode broke what a reset cannot make again: the provider starts a fresh session
+            return JSONResponse({"status": "error", "message": "the session cannot be restored: "
+                                 + "; ".join(problems[:10]), "problems": problems}, status_code=500)
         return {"status": "success", "killed": killed, "seconds": round(time.monotonic() - started, 3)}
 
     # ------------------------------------------------------------------ files

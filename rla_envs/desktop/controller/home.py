@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .scratch import EntryState, put_back, remember
+
 __all__ = ["HomeTemplate", "seed_home"]
 
 # LibreOffice's user settings: no first-start wizard, tip of the day, "what's new"/donation infobars or
@@ -245,10 +247,12 @@ class HomeTemplate:
         self.home = home
         self.template = template
         self._snapshot: list[_Entry] | None = None
+        self._folder: EntryState | None = None  # the home folder's own mode, time and extended attributes
 
     def prepare(self) -> None:
         """Fill ``home`` from the prepared template, or seed it and snapshot it into memory."""
         self.home.mkdir(parents=True, exist_ok=True)
+        self._folder = remember(str(self.home))
         if self.template is not None and self.template.is_dir() and any(self.template.iterdir()):
             self.restore()
             return
@@ -269,3 +273,5 @@ class HomeTemplate:
             _copy_tree(self.template, self.home)
         else:
             raise RuntimeError("HomeTemplate.restore before prepare: there is nothing to restore yet")
+        if self._folder is not None:  # the folder itself stays: a marker in its attributes or mode must not
+            put_back(str(self.home), self._folder)

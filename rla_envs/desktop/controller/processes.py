@@ -107,6 +107,24 @@ class ProcessTracker:
             self._reaper = threading.Thread(target=self._reap_forever, name="reaper", daemon=True)
             self._reaper.start()
 
+    def core_problems(self) -> list[str]:
+        """Wake every core process an episode may have stopped (SIGCONT); say which ones are gone.
+
+        The agent's code runs as the same user as the core (Xvfb, the buses, openbox), so it can stop or kill
+        them; a stopped one is woken here, a dead one means the session cannot be restored.
+        """
+        alive = {(pid, start) for pid, (_, state, start) in self.descendants().items() if state != "Z"}
+        problems = []
+        for pid, start in sorted(self._core):
+            if (pid, start) not in alive:
+                problems.append(f"core process {pid} is gone")
+                continue
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                problems.append(f"core process {pid} is gone")
+        return problems
+
     def apps(self, *, include_core: bool = False, spare: Collection[int] = ()) -> list[int]:
         """The pids of the non-core (or all) descendants that are still running (not zombies), less ``spare``."""
         return [pid for pid, (_, state, start) in self.descendants().items()

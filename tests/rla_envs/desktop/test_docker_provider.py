@@ -240,6 +240,13 @@ def test_agent_code_in_the_container_has_no_capabilities(provider):
 
 
 @pytest.mark.docker
+def test_nothing_the_agent_writes_outside_the_home_reaches_the_next_episode_in_a_container(provider):
+    from tests.rla_envs.desktop.test_reset_restores import check_nothing_planted_survives_a_reset
+
+    check_nothing_planted_survives_a_reset(provider)
+
+
+@pytest.mark.docker
 def test_a_container_whose_controller_was_killed_is_replaced_on_reset(api):
     image_or_skip(api)
     provider = DockerProvider(client=api, screen_size="800x600")

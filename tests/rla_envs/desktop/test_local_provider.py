@@ -68,8 +68,8 @@ json.dump({'uid': os.getuid(), 'cap_eff': status['CapEff'].strip(), 'cap_bnd': s
            'devices': devices, 'mknod': made, 'dev': sorted(os.listdir('/dev')),
            'shadow': os.access('/etc/shadow', os.R_OK)}, open('/home/user/probe.json', 'w'))
 """
-MINIMAL_DEV = {"core", "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout", "tty",
-               "urandom", "zero"}
+MINIMAL_DEV = {"core", "fd", "full", "mqueue", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout",
+               "tty", "urandom", "zero"}
 
 
 @desktop
