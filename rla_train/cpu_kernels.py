@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, MutableMapping
 
-__all__ = ["SAME_FIGURES_ON_ANY_X86", "cpu_flags", "pin_cpu_kernels"]
+__all__ = ["SAME_FIGURES_ON_ANY_X86", "cpu_flags", "pin_cpu_kernels", "set_torch_threads"]
 
 SAME_FIGURES_ON_ANY_X86 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"}
 """torch's AVX2 kernels and MKL's processor-independent code path."""
@@ -57,3 +57,20 @@ def pin_cpu_kernels(environ: MutableMapping[str, str] | None = None,
                if name not in environ and (name != "ATEN_CPU_CAPABILITY" or has_avx2)}
     environ.update(applied)
     return applied
+
+
+def set_torch_threads(environ: MutableMapping[str, str] | None = None) -> int:
+    """Give torch one intra-op thread on a machine without CUDA, or ``RLA_TORCH_THREADS`` when set; returns the count.
+
+    The tiny CPU models run ~10x slower on two threads than on one (DESIGN.md), and two processes with two threads
+    each on a 2-core machine oversubscribe it: the ablation ran its per-seed processes so before this was called
+    there. With CUDA and no ``RLA_TORCH_THREADS``, torch's own choice stands. Imports torch.
+    """
+    import torch
+
+    environ = os.environ if environ is None else environ
+    if "RLA_TORCH_THREADS" in environ:
+        torch.set_num_threads(int(environ["RLA_TORCH_THREADS"]))
+    elif not torch.cuda.is_available():
+        torch.set_num_threads(1)
+    return torch.get_num_threads()

@@ -41,12 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rla_train.cpu_kernels import pin_cpu_kernels
 
     pin_cpu_kernels()  # the same figures on any x86-64 machine; read when torch loads, so before the import
-    import torch
+    from rla_train.cpu_kernels import set_torch_threads
 
-    if not torch.cuda.is_available() and "RLA_TORCH_THREADS" not in os.environ:
-        torch.set_num_threads(1)  # tiny models on CPU: one thread is ~10x faster than two (see DESIGN.md)
-    elif "RLA_TORCH_THREADS" in os.environ:
-        torch.set_num_threads(int(os.environ["RLA_TORCH_THREADS"]))
+    set_torch_threads()  # tiny models on CPU: one thread is ~10x faster than two (see DESIGN.md)
     from rla_train.config import ConfigError
     from rla_train.cotrainer.checkpoint import CorruptCheckpoint
     from rla_train.cotrainer.loop import train

@@ -160,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rla_train.cpu_kernels import pin_cpu_kernels
 
     pin_cpu_kernels()  # the kernels python -m rla_train.run pins, so an arm computes as the main job; before torch
+    from rla_train.cpu_kernels import set_torch_threads
+
+    set_torch_threads()  # one thread per process, as python -m rla_train.run: per-seed processes share the cores
     from benchmarks.ablation.report import machine_facts
 
     args = build_parser().parse_args(argv)

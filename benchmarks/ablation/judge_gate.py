@@ -171,9 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rla_train.cpu_kernels import pin_cpu_kernels
 
         pin_cpu_kernels()
-        import torch
+        from rla_train.cpu_kernels import set_torch_threads
 
-        torch.set_num_threads(1)
+        set_torch_threads()
         result = measure_seed(args.warm_start, args.seed, args.variants, tasks=args.tasks,
                               log=lambda m: print(f"[judge-gate {time.strftime('%H:%M:%S')}] {m}", flush=True))
         from rla_envs.core.files import atomic_write_json

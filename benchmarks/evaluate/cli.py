@@ -118,7 +118,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rla_train.cpu_kernels import pin_cpu_kernels
 
     pin_cpu_kernels()  # the kernels the run was trained with (python -m rla_train.run pins the same); before torch
-    import torch
 
     from benchmarks.evaluate.agents import ReferenceAgent
     from benchmarks.evaluate.checkpoints import resolve_policy, resolve_reward_model
@@ -131,8 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rla_train.config import parse_options
     from rla_train.config.preflight import check_env_options
 
-    if not torch.cuda.is_available():
-        torch.set_num_threads(1)  # on small CPUs more threads make small models slower
+    from rla_train.cpu_kernels import set_torch_threads
+
+    set_torch_threads()  # on small CPUs more threads make small models slower
     try:  # everything the command line names is checked here, before a task list or a model is loaded
         if args.out.exists() and not args.out.is_dir():
             raise FileExistsError(f"--out {args.out} is a file; pass a directory (new, or an earlier evaluation's)")

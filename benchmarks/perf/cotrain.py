@@ -91,9 +91,9 @@ def _side(policy: Path, run_dir: Path, steps: int, *, rescore: bool) -> tuple[fl
 
 def run(quick: bool = False) -> list[Metric]:
     """Both metrics (see the module docstring); ``quick``: a shorter warm start and 2 counted steps a side."""
-    import torch
+    from rla_train.cpu_kernels import set_torch_threads
 
-    torch.set_num_threads(1)
+    set_torch_threads()
     steps = 2 if quick else 4
     with tempfile.TemporaryDirectory() as tmp:
         policy = _warm_policy(Path(tmp) / "warm", sft_steps=150 if quick else 400)

@@ -106,3 +106,28 @@ def test_torch_loads_with_the_pinned_kernels(script, tmp_path):
 def test_kernels_the_environment_names_win(script, tmp_path):
     seen = _run(script, tmp_path, ATEN_CPU_CAPABILITY="default", MKL_CBWR="AUTO")
     assert seen == {"environ": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "AUTO"}, "capability": "DEFAULT"}
+
+
+def test_the_ablation_and_evaluate_command_lines_give_torch_one_thread_without_cuda():
+    # the ablation ran its per-seed processes with torch's default (2 threads each on 2 cores) before this
+    import subprocess
+    import sys
+
+    import torch
+
+    from tests.paths import REPO_ROOT
+
+    if torch.cuda.is_available():
+        pytest.skip("with CUDA torch keeps its own thread count")
+    probe = ("import sys, torch; from rla_train.cpu_kernels import set_torch_threads; "
+             "print(set_torch_threads(), torch.get_num_threads())")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "RLA_TORCH_THREADS"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["1", "1"]
+    env["RLA_TORCH_THREADS"] = "2"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["2", "2"]
+    for module in ("benchmarks/ablation/cli.py", "benchmarks/evaluate/cli.py", "rla_train/run.py"):
+        assert "set_torch_threads()" in (REPO_ROOT / module).read_text()
