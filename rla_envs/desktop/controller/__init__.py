@@ -14,6 +14,10 @@ Modules:
     scratch.py    the writable folders outside the home (/tmp, /var/tmp, /dev/shm, /dev/mqueue, the runtime dir):
                   what the booted desktop made stays as it was, the rest is removed on reset
     ipc.py        System V IPC objects: those made after boot are removed on reset
+    xserver.py    the X server's settings an episode can change (root properties, mappings, screen saver, RandR,
+                  input devices, retained clients), put back on reset; who owns the screen's windows
+    xkb.py        XKB locks and controls and the input device hierarchy (libX11/libXi through ctypes)
+    dbus-session.conf  the session bus's configuration: no client may change the activation environment
     processes.py  launching, running and tracking apps; killing them on reset
     screen.py     screenshots (raw RGB and PNG) with mss
     a11y.py       the AT-SPI tree as OSWorld's XML

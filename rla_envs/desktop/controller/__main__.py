@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     from controller.ipc import SysvIpc
     from controller.scratch import SCRATCH_DIRS, ScratchDirs
     from controller.screen import Screen
+    from controller.xserver import XServerState
 
     width, height = args.screen
     home = Path(os.environ.get("HOME") or Path.home())
@@ -103,8 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     scratch.snapshot()
     ipc = SysvIpc()
     ipc.snapshot()
+    xserver = XServerState(desktop.display)
+    xserver.snapshot()
     state = State(env=desktop.env, home=home, tracker=tracker, template=template, screen=Screen(), token=token,
-                  actions=actions, scratch=scratch, ipc=ipc)
+                  actions=actions, scratch=scratch, ipc=ipc, xserver=xserver)
     app = create_app(state)
 
     import pyautogui  # needs $DISPLAY, set by boot_desktop

@@ -30,6 +30,7 @@ from controller.openers import describe_openers, opener_for
 from controller.processes import CommandError, ProcessTracker, normalise_command
 from controller.scratch import ScratchDirs
 from controller.screen import Screen
+from controller.xserver import XServerState
 
 __all__ = ["State", "create_app"]
 
@@ -59,6 +60,8 @@ class State:
     """The writable folders' entries at boot outside the home (None: a reset leaves /tmp as it is)."""
     ipc: SysvIpc | None = None
     """The System V IPC objects at boot (None: a reset leaves them as they are)."""
+    xserver: XServerState | None = None
+    """The X server's settings at boot (None: a reset leaves them as they are)."""
 
 
 def _expand(path: str, home: Path) -> Path:
@@ -210,6 +213,12 @@ def create_app(state: State) -> FastAPI:
         if state.ipc is not None:
             state.ipc.clear()
         state.template.restore()
+        if state.xserver is not None:
+            try:
+                state.xserver.restore(keep_pids=state.tracker.core_pids())
+            except Exception as exc:  # an X error or a vanished device: the settings are unknown, so start afresh
+                logger.exception("restoring the X server's settings failed")
+                problems.append(f"the X server's settings could not be restored ({type(exc).__name__}: {exc})")
         if gui_lock.acquire(timeout=GUI_LOCK_TIMEOUT_S):
             try:
                 _release_input(state.screen.size())

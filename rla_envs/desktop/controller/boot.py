@@ -17,6 +17,8 @@ __all__ = ["Desktop", "boot_desktop", "BootError"]
 logger = logging.getLogger(__name__)
 
 OPENBOX_RC = Path(__file__).with_name("openbox-rc.xml")
+DBUS_SESSION_CONF = Path(__file__).with_name("dbus-session.conf")
+"""Debian's session bus configuration, with the activation environment closed to clients (see the file)."""
 AT_SPI_LAUNCHER_CANDIDATES = ("/usr/libexec/at-spi-bus-launcher", "/usr/lib/at-spi2-core/at-spi-bus-launcher")
 
 
@@ -165,7 +167,7 @@ def boot_desktop(width: int = 1920, height: int = 1080) -> Desktop:
         env["DISPLAY"] = desktop.display
 
         bus, address = _start_reporting(
-            [_require("dbus-daemon"), "--session", "--nofork", "--nopidfile",
+            [_require("dbus-daemon"), f"--config-file={DBUS_SESSION_CONF}", "--nofork", "--nopidfile",
              f"--address=unix:tmpdir={env['XDG_RUNTIME_DIR']}"],
             env, "dbus-daemon", lambda fd: [f"--print-address={fd}"])
         desktop.processes.append(bus)

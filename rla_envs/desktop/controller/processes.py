@@ -100,12 +100,31 @@ class ProcessTracker:
             stack.extend(children.get(pid, []))
         return found
 
-    def mark_core(self) -> None:
-        """Remember the processes alive now as the session's core (never killed on reset)."""
-        self._core = {(pid, start) for pid, (_, _, start) in self.descendants().items()}
+    def mark_core(self, settle_s: float = 1.0) -> None:
+        """Remember the processes alive now as the session's core (never killed on reset).
+
+        Waits (up to ``settle_s``) until two listings 50 ms apart agree, so that a helper that runs for a moment
+        at boot (a keymap compiler the X server starts) is not taken for a core process -- a core process that
+        is gone makes a reset ask for a fresh session.
+        """
+        def listing() -> set[tuple[int, int]]:
+            return {(pid, start) for pid, (_, state, start) in self.descendants().items() if state != "Z"}
+
+        deadline = time.monotonic() + settle_s
+        self._core = listing()
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = listing()
+            if now == self._core:
+                break
+            self._core = now
         if self._reaper is None:
             self._reaper = threading.Thread(target=self._reap_forever, name="reaper", daemon=True)
             self._reaper.start()
+
+    def core_pids(self) -> set[int]:
+        """The pids of the core processes still running."""
+        return {pid for pid, (_, state, start) in self.descendants().items() if (pid, start) in self._core and state != "Z"}
 
     def core_problems(self) -> list[str]:
         """Wake every core process an episode may have stopped (SIGCONT); say which ones are gone.
