@@ -8,7 +8,8 @@ refuses any request without it (HTTP 401).
 OSWorld's own paths (same payloads as OSWorld's ``desktop_env/server/main.py``): ``/screenshot``,
 ``/accessibility``, ``/execute``, ``/file``, ``/screen_size``, ``/cursor_position``, ``/platform``,
 ``/setup/{launch,execute,open_file,upload,activate_window,close_window}``. Ours, under ``/rla/``: the fast
-in-process pyautogui endpoint, a raw RGB screenshot (no PNG encoding) and the session reset.
+in-process pyautogui endpoint, a raw RGB screenshot (no PNG encoding), stopping the agent's leftover processes
+before scoring, and the session reset.
 
 Example::
 
@@ -152,6 +153,16 @@ class ControllerClient(ClosesOnExit):
         """
         return self._request("POST", "/rla/pyautogui", json={"code": code, "timeout": timeout},
                              timeout=timeout + REPLY_MARGIN_S).json()
+
+    def stop_agent_processes(self, *, timeout: float = 30.0) -> dict[str, Any]:
+        """End the episode's agent processes before it is scored (``POST /rla/stop_agent_processes``).
+
+        The worker that ran the agent's actions ends, and every process the agent's code left running is stopped
+        (SIGSTOP) unless it owns a window the window manager manages or runs the program of such an owner below
+        it; the task's setup processes and the session's core stay. Returns ``{"stopped": [pids],
+        "window_owners": [pids]}``. Stopped processes stay stopped until the next reset kills them.
+        """
+        return self._request("POST", "/rla/stop_agent_processes", timeout=timeout).json()
 
     def reset_session(self, *, timeout: float = 30.0) -> None:
         """Close every app started in the session and restore the user's home to its initial state."""

@@ -19,6 +19,7 @@ Modules:
     xkb.py        XKB locks and controls and the input device hierarchy (libX11/libXi through ctypes)
     dbus-session.conf  the session bus's configuration: no client may change the activation environment
     processes.py  launching, running and tracking apps; killing them on reset
+    quiesce.py    before scoring: stopping the processes the agent's code left that own no window
     screen.py     screenshots (raw RGB and PNG) with mss
     a11y.py       the AT-SPI tree as OSWorld's XML
     windows.py    finding, activating and closing windows (wmctrl)

@@ -103,9 +103,16 @@ class _Worker:
         except (ProcessLookupError, PermissionError):  # the group is gone already (or its id was reused elsewhere)
             pass
 
-    def kill(self) -> int | None:
-        """Kill the worker, collect it and close the pipes (once); its exit code (None if unknown)."""
-        self.kill_group()
+    def kill(self, *, group: bool = True) -> int | None:
+        """Kill the worker (with its process group unless ``group`` is false), collect it and close the pipes
+        (once); its exit code (None if unknown)."""
+        if group:
+            self.kill_group()
+        else:
+            try:
+                self.process.kill()
+            except ProcessLookupError:  # gone already
+                pass
         try:
             code = self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -217,6 +224,21 @@ class ActionRunner:
         if self._action.acquire(timeout=10):  # then its pipes can be closed without pulling them from under it
             try:
                 worker.kill()
+            finally:
+                self._action.release()
+
+    def end_episode(self) -> None:
+        """Kill the worker that ran this episode's actions, but not its process group: an app the agent's code
+        started stays for the evaluator (:mod:`controller.quiesce` judges it). The next action gets a new worker."""
+        with self._state:
+            worker, self._worker = self._worker, None
+            if worker is None:
+                return
+            worker.taken_back = True
+        worker.process.kill()  # a running action's receive() sees the pipe close and returns at once
+        if self._action.acquire(timeout=10):  # then its pipes can be closed without pulling them from under it
+            try:
+                worker.kill(group=False)
             finally:
                 self._action.release()
 

@@ -28,9 +28,10 @@ from controller.home import HomeTemplate
 from controller.ipc import SysvIpc
 from controller.openers import describe_openers, opener_for
 from controller.processes import CommandError, ProcessTracker, normalise_command
+from controller.quiesce import quiesce
 from controller.scratch import ScratchDirs
 from controller.screen import Screen
-from controller.xserver import XServerState
+from controller.xserver import XServerState, window_owner_pids
 
 __all__ = ["State", "create_app"]
 
@@ -62,6 +63,9 @@ class State:
     """The System V IPC objects at boot (None: a reset leaves them as they are)."""
     xserver: XServerState | None = None
     """The X server's settings at boot (None: a reset leaves them as they are)."""
+    setup_processes: frozenset[tuple[int, int]] | None = None
+    """``(pid, start time)`` of the apps running when the episode's first action arrived (those the task's setup
+    started); None until then."""
 
 
 def _expand(path: str, home: Path) -> Path:
@@ -200,11 +204,26 @@ def create_app(state: State) -> FastAPI:
         code = data.get("code")
         if not isinstance(code, str):
             raise CommandError(f"expected 'code' to be a string of Python; got {code!r:.80}")
+        if state.setup_processes is None:  # the episode's first action: what runs now, the task's setup started
+            state.setup_processes = frozenset(state.tracker.running_apps(spare={state.actions.pid} - {None}))
         return state.actions.run(code, _timeout(data, "timeout", ACTION_TIMEOUT_S))
+
+    @app.post("/rla/stop_agent_processes")
+    def stop_agent_processes():
+        """The episode is over: end the agent's action worker and stop the processes it left that own no window
+        (:mod:`controller.quiesce`); they stay stopped until the reset kills them."""
+        state.actions.end_episode()
+        if state.setup_processes is None:  # no action ran: nothing of the agent's runs
+            return {"status": "success", "stopped": [], "window_owners": []}
+        owners = window_owner_pids(state.env.get("DISPLAY"))
+        stopped = quiesce(state.tracker.descendants, core=state.tracker.core, setup=state.setup_processes,
+                          owners=owners)
+        return {"status": "success", "stopped": stopped, "window_owners": sorted(owners)}
 
     @app.post("/rla/reset")
     def reset():
         started = time.monotonic()
+        state.setup_processes = None
         state.actions.reset()  # first: a wedged action must not hold the desktop
         problems = state.tracker.core_problems()  # wakes a core process the episode stopped
         killed = state.tracker.kill_apps(spare={state.actions.pid} - {None})

@@ -122,6 +122,16 @@ class ProcessTracker:
             self._reaper = threading.Thread(target=self._reap_forever, name="reaper", daemon=True)
             self._reaper.start()
 
+    @property
+    def core(self) -> frozenset[tuple[int, int]]:
+        """``(pid, start time)`` of each core process."""
+        return frozenset(self._core)
+
+    def running_apps(self, spare: Collection[int] = ()) -> set[tuple[int, int]]:
+        """``(pid, start time)`` of each non-core process still running, less the pids in ``spare``."""
+        return {(pid, start) for pid, (_, state, start) in self.descendants().items()
+                if (pid, start) not in self._core and state != "Z" and pid not in spare}
+
     def core_pids(self) -> set[int]:
         """The pids of the core processes still running."""
         return {pid for pid, (_, state, start) in self.descendants().items() if (pid, start) in self._core and state != "Z"}

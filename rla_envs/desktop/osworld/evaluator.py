@@ -2,7 +2,9 @@
 
 1. ``infeasible`` tasks score 1 when the agent's last action was ``FAIL``, else 0; any other task whose last
    action was ``FAIL`` scores 0.
-2. The evaluator's ``postconfig`` steps run (save the document, export CSV...).
+2. The processes the agent's code left running that own no window are stopped (the action worker ends), so
+   none can race the steps below (``ControllerClient.stop_agent_processes``); then the evaluator's
+   ``postconfig`` steps run (save the document, export CSV...), with ``python -c`` run isolated (``-I``).
 3. Each metric's getters fetch the result (from the session) and the expected value (rule, file cache), and the
    metric scores them with its options. With a list of metrics, ``conj`` ``"and"`` stops at the first 0 and
    averages the scores, ``"or"`` stops at the first 1 and takes the best.
@@ -111,6 +113,7 @@ def evaluate(client: ControllerClient, task_json: Task | Mapping[str, Any], *, c
 
 def _run(client: ControllerClient, evaluator: Mapping[str, Any], cache: FileCache, task_id: str | None,
          workdir: Path, password: str, sleep: Callable[[float], None]) -> float:
+    client.stop_agent_processes()  # first: nothing the agent left running may race the steps below
     run_steps(client, evaluator.get("postconfig"), cache=cache, task_id=task_id, workdir=workdir,
               phase="postconfig", password=password, sleep=sleep)
     ctx = EvalContext(client=client, cache=cache, task_id=task_id, workdir=workdir)

@@ -6,7 +6,8 @@ Supported step types and what they do (same parameters as OSWorld's ``SetupContr
     open             {"path"}                       ``client.open_file``
     launch           {"command", "shell"?}          ``client.launch`` (a string without shell is split on spaces;
                                                     a socat listener gets ``reuseaddr``: :func:`listen_reusably`)
-    execute/command  {"command", "shell"?, "stdout"?, "stderr"?, "until"?}   ``client.setup_execute``
+    execute/command  {"command", "shell"?, "stdout"?, "stderr"?, "until"?}   ``client.setup_execute`` (``python
+                                                    -c`` runs isolated: ``session_probe.isolated_python``)
     sleep            {"seconds"}
     activate_window  {"window_name", "strict"?, "by_class"?}
     close_window     {"window_name", "strict"?, "by_class"?}
@@ -38,6 +39,7 @@ from rla_envs.desktop.osworld import chrome_profile
 from rla_envs.desktop.osworld.cache import FileCache
 from rla_envs.desktop.osworld.devtools import ChromeDevTools
 from rla_envs.desktop.osworld.errors import SetupFailed
+from rla_envs.desktop.osworld.session_probe import isolated_python
 
 __all__ = ["run_steps", "SetupFailed", "STEP_TYPES", "StepContext", "expand_placeholders", "shell_flag",
            "DEFAULT_PASSWORD", "UNTIL_TIMEOUT_S", "EMPTY_HISTORY_URL", "EMPTY_HISTORY_TASK", "listen_reusably"]
@@ -159,7 +161,7 @@ def _launch(ctx: StepContext, params: Mapping[str, Any]) -> None:
 
 def _execute(ctx: StepContext, params: Mapping[str, Any]) -> None:
     command, shell = _command(params)
-    command = expand_placeholders(command, ctx)
+    command = isolated_python(expand_placeholders(command, ctx))
     until = params.get("until") or {}
     deadline = time.monotonic() + UNTIL_TIMEOUT_S
     while True:

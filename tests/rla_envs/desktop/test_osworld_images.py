@@ -160,6 +160,9 @@ class FilesClient:
         self.asked.append(path)
         return self.files.get(path)
 
+    def stop_agent_processes(self):
+        return {"status": "success", "stopped": [], "window_owners": []}
+
 
 GIMP_TASK = {
     "id": "7767eef2-56a3-4cea-8c9f-48c070c7d65b",

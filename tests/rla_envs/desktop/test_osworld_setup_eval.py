@@ -68,6 +68,10 @@ class RecordingClient:
         self._record("screen_size")
         return 1920, 1080
 
+    def stop_agent_processes(self):
+        self._record("stop_agent_processes")
+        return {"status": "success", "stopped": [], "window_owners": []}
+
     def accessibility_tree(self):
         self._record("accessibility_tree")
         return "<desktop-frame name='main'/>"
@@ -101,7 +105,7 @@ def test_steps_run_in_order_with_their_parameters(tmp_path):
         ("upload", ("/home/user/notes.txt",), {}),
         ("open_file", ("/home/user/notes.txt",), {}),
         ("launch", (["xterm", "-T", "demo"],), {"shell": False}),     # split on spaces, as OSWorld does
-        ("setup_execute", (["python", "-c", "print(960)"],), {"shell": False}),
+        ("setup_execute", (["python", "-I", "-c", "print(960)"],), {"shell": False}),  # isolated: no ~/*.py
         ("setup_execute", ("echo pw",), {"shell": True}),
         ("activate_window", ("notes.txt - Mousepad",), {"strict": True, "by_class": False}),
         ("close_window", ("xterm",), {"strict": False, "by_class": True}),
@@ -175,7 +179,8 @@ def test_single_metric_with_postconfig_first(tmp_path):
                                       {"output": "all done\n", "error": "", "returncode": 0}])
     task = _text_task(postconfig=[{"type": "execute", "parameters": {"command": ["sync"]}}])
     assert evaluate(client, task, last_action="DONE") == 1.0
-    assert [c[0] for c in client.calls] == ["setup_execute", "execute"]
+    # the agent's leftover processes are stopped before the postconfig step, which comes before the getter
+    assert [c[0] for c in client.calls] == ["stop_agent_processes", "setup_execute", "execute"]
     client = RecordingClient(outputs=[{"output": "error: done badly", "error": "", "returncode": 0}])
     assert evaluate(client, _text_task()) == 0.0
 
@@ -191,10 +196,10 @@ def test_conj_and_stops_at_a_zero_and_or_at_a_one():
         return [{"output": t, "error": "", "returncode": 0} for t in texts]
 
     client = RecordingClient(outputs=outputs("yes\n", "no\n", "yes\n"))
-    assert evaluate(client, task("and")) == 0.0 and len(client.calls) == 2
+    assert evaluate(client, task("and")) == 0.0 and len(client.calls) == 3  # stop_agent_processes, 2 getters
     assert evaluate(RecordingClient(outputs=outputs("yes\n") * 3), task("and")) == 1.0
     client = RecordingClient(outputs=outputs("no\n", "yes\n", "no\n"))
-    assert evaluate(client, task("or")) == 1.0 and len(client.calls) == 2
+    assert evaluate(client, task("or")) == 1.0 and len(client.calls) == 3
     assert evaluate(RecordingClient(outputs=outputs("no\n") * 3), task("or")) == 0.0
     assert combine_scores([1.0, 0.5], "and") == 0.75 and combine_scores([0.25, 0.5], "or") == 0.5
 
