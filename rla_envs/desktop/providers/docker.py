@@ -7,8 +7,9 @@ by ``scripts/install-desktop.sh`` and the controller package); on machines witho
 One container per session. Its controller listens on the container's own network; the port is published on
 the host's ``127.0.0.1`` only (a random free port), so nothing off the host reaches it, and every request must
 carry a token drawn afresh for each container (passed in its environment, never on a command line).
-:meth:`DockerProvider.reset` asks the controller to close the apps and restore ``/home/user`` (no container
-restart); :meth:`DockerProvider.close` removes the container. Every container carries the label
+:meth:`DockerProvider.reset` asks the controller to close the apps and restore the session -- ``/home/user``, the
+scratch folders, the X server's settings; see docs/threat-model.md -- (no container restart; a new container with
+``fresh_sessions``); :meth:`DockerProvider.close` removes the container. Every container carries the label
 ``rla.desktop`` (the provider's id) and ``rla.desktop.pid`` / ``rla.desktop.host`` (who started it), so
 :func:`remove_leftovers` can find those whose owner died.
 
@@ -105,6 +106,9 @@ class DockerProvider(DesktopProvider):
         shm_mb: size of ``/dev/shm`` (X shared memory and LibreOffice use it).
         host: the host address the controller's port is published on (``127.0.0.1``: this host only).
         check_image: refuse an image built from other controller sources than this checkout's.
+        fresh_sessions: start a new container on every reset instead of restoring the running session (nothing
+            of an episode reaches the next, including what a restore does not put back; a reset then takes a
+            container's start).
         client: an existing ``docker.DockerClient`` (then ``base_url`` is ignored).
     """
 
@@ -113,7 +117,7 @@ class DockerProvider(DesktopProvider):
     def __init__(self, image: str = DEFAULT_IMAGE, base_url: str | None = None, *,
                  screen_size: Any = (1920, 1080), start_timeout: float = 60.0, memory_mb: int | None = 4096,
                  pids_limit: int = 2048, shm_mb: int = 512, host: str = "127.0.0.1", check_image: bool = True,
-                 client: Any = None) -> None:
+                 client: Any = None, fresh_sessions: bool = False) -> None:
         self.image = image
         self.screen_size = _parse_screen(screen_size)
         if start_timeout <= 0:
@@ -123,7 +127,7 @@ class DockerProvider(DesktopProvider):
         if pids_limit < 64 or shm_mb < 16:
             raise ValueError(f"pids_limit >= 64 and shm_mb >= 16 are needed, got {pids_limit} and {shm_mb}")
         self.start_timeout, self.memory_mb, self.pids_limit, self.shm_mb = start_timeout, memory_mb, pids_limit, shm_mb
-        self.host, self.check_image = host, check_image
+        self.host, self.check_image, self.fresh_sessions = host, check_image, bool(fresh_sessions)
         self.instance = uuid.uuid4().hex[:16]
         self.container: Any = None
         self._client: ControllerClient | None = None
@@ -162,10 +166,17 @@ class DockerProvider(DesktopProvider):
         return self._programs[name]
 
     def reset(self) -> None:
-        """Close every app of the session and restore ``/home/user`` (``POST /rla/reset``; no restart).
+        """Close every app of the session and restore it (``POST /rla/reset``; no restart).
 
-        A container that stopped, or whose controller does not answer, is replaced by a fresh one.
+        A container that stopped, whose controller does not answer or whose session the episode broke beyond
+        restoring, is replaced by a fresh one; with ``fresh_sessions`` every reset starts a new container.
         """
+        if self.fresh_sessions:
+            if self._client is not None:
+                self.close()
+                self.instance = uuid.uuid4().hex[:16]
+            self.start()
+            return
         client = self.start()
         try:
             client.reset_session()

@@ -329,3 +329,23 @@ def test_an_episode_cannot_set_the_environment_of_services_the_session_bus_start
     # the next episode: the bus starts dconf's service, which must not carry the variable
     reply = client.execute(["/usr/bin/python3", "-I", "-c", DCONF_ENVIRONMENT])
     assert reply["output"].strip() == "False", reply
+
+
+@desktop
+def test_with_fresh_sessions_every_reset_starts_a_new_session():
+    from rla_envs.desktop.providers.local import LocalProvider
+    from tests.rla_envs.desktop.conftest import local_desktop_unavailable
+
+    reason = local_desktop_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with LocalProvider(screen_size=(800, 600), fresh_sessions=True) as provider:
+        provider.reset()
+        client, first = provider.start(), provider.session.pid
+        planted = ("import Xlib.display; d = Xlib.display.Display(); r = d.screen().root; "
+                   "r.change_property(d.intern_atom('PLANTED_NOTE'), d.intern_atom('STRING'), 8, b'x'); d.sync()")
+        assert client.run_pyautogui(planted)["status"] == "success"
+        provider.reset()
+        client = provider.start()
+        assert provider.session.pid != first
+        assert "PLANTED_NOTE" not in client.execute(["xprop", "-root"])["output"]
