@@ -12,11 +12,14 @@ What the session's code can do:
   ``nobody``, so on the host its processes own nothing; otherwise as the host user, without capabilities.
 * **files**: the host's system read-only and nothing else of the host (:func:`system_view`: ``/usr``, ``/etc``,
   ``/sys``, the font and D-Bus state under ``/var``, and the desktop runtime's own prefix; no ``/root``,
-  ``/home``, ``/srv``, ``/mnt``, ``/opt``, ``/run`` or project checkout), its own ``/tmp``, ``/var/tmp`` and
-  ``/run`` (tmpfs) and its own writable ``/home/user`` (a temporary directory of the host, bound there), so
-  OSWorld's absolute paths work and several sessions run side by side; its own ``/etc/passwd`` and
-  ``/etc/group`` naming ``user``.
-* **devices**: a minimal ``/dev`` (null, zero, full, random, urandom, tty, pts, shm), none of the host's.
+  ``/home``, ``/srv``, ``/mnt``, ``/opt``, ``/run`` or project checkout), its own ``/tmp`` and ``/var/tmp``
+  (tmpfs) and its own writable ``/home/user`` (a temporary directory of the host, bound there), so OSWorld's
+  absolute paths work and several sessions run side by side; its own ``/etc/passwd`` and ``/etc/group`` naming
+  ``user``. The folders bubblewrap makes to hold these mounts (``/``, ``/home``, ``/dev``, ``/run``) are
+  read-only: the session writes only where a reset restores (its home, ``/tmp``, ``/var/tmp``, ``/dev/shm``,
+  ``/dev/mqueue``).
+* **devices**: a minimal ``/dev`` (null, zero, full, random, urandom, tty, pts; ``shm`` and ``mqueue`` of its
+  own), none of the host's.
 * **network**: its own network namespace holding only a loopback interface. The host reaches the controller
   through a Unix socket (mode 0600) in a directory bound into the session; every request needs the token.
 """
