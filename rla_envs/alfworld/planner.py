@@ -294,7 +294,7 @@ def distance_to_goal(task: Task | Mapping[str, Any], actions: Sequence[str] = ()
 
 
 def alfworld_step_labels(task: Task | Mapping[str, Any], actions: Sequence[str], *, max_expert_steps: int = 50,
-                         env: Any = None, verify: bool = False) -> list[bool | None]:
+                         env: Any = None, verify: bool = False, rule: str = "no_regress") -> list[bool | None]:
     """One label per action of an ALFWorld trajectory: True good, False bad, None undetermined.
 
     See the module docstring for the definition. ``env``: an ``AlfWorldEngine`` to replay in (default:
@@ -316,4 +316,4 @@ def alfworld_step_labels(task: Task | Mapping[str, Any], actions: Sequence[str],
     distances: list[float | None] = [INF if plan is None or len(plan) > max_expert_steps else float(len(plan))
                                      for plan in plans]
     distances += [None] * (len(actions) + 1 - len(distances))  # actions played after the win
-    return labels_from_distances(distances)
+    return labels_from_distances(distances, rule)

@@ -17,7 +17,7 @@ __all__ = ["textworld_step_labels"]
 
 
 def textworld_step_labels(task: Task | Mapping[str, Any], actions: Sequence[str], *, max_expert_steps: int = 50,
-                          env: Any = None) -> list[bool | None]:
+                          env: Any = None, rule: str = "no_regress") -> list[bool | None]:
     """One label per action of a TextWorld trajectory, d(s) = length of textworld's plan from s.
 
     ``env``: a ``TextWorldEnv`` (``rla/TextWorld-v0``) to play in; default: a new one, closed after use.
@@ -43,7 +43,7 @@ def textworld_step_labels(task: Task | Mapping[str, Any], actions: Sequence[str]
     finally:
         if own:
             env.close()
-    return labels_from_distances(distances)
+    return labels_from_distances(distances, rule)
 
 
 def _textworld_distance(game: Any, info: Mapping[str, Any], cap: int) -> float:

@@ -154,6 +154,11 @@ class RewardModelConfig(Section):
     updates_per_step: int = setting(1, "passes of reward-model updates over each training step's judgments, each "
                                     "num_iterations x mini_batches optimizer steps, all clipped against the judge that "
                                     "voted (0 = the reward model judges but is not trained)", ge=0)
+    label_rule: str = setting("no_regress", "what the family's step-label oracle calls a good step, for the noisy "
+                              "oracle, the judge's warm start, its probe, the labelled objective and the judge metrics: "
+                              "no_regress (the distance to the goal does not grow: a step that does nothing is good) or "
+                              "progress (the distance shrinks); rla_envs.core.labels",
+                              choices=("no_regress", "progress"))
     objective: str = setting("paper", "what co-training rewards the reward model for: paper (consistency with the step "
                              "reward, R_i·S_ij), balanced (the same, won and lost episodes weighted alike) or labelled "
                              "(agreement with the family's step-label oracle, e.g. ALFWorld's planner, on the policy's "

@@ -144,6 +144,7 @@ def _rm_probe(config: TrainConfig, progress: bool) -> RewardModelProbe | None:
     options = {k: v for k, v in config.env.options.items() if k != spec.split_option}
     tasks = spec.hook("generate_tasks")(split, n_tasks, 0, progress=progress, **options)[:n_tasks]
     return RewardModelProbe(build_probe(tasks, episodes_per_task=episodes_per_task, seed=config.train.seed,
+                                        rule=section.label_rule,
                                         max_steps=config.env.max_steps, split=split))
 
 

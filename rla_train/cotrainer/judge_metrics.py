@@ -22,23 +22,24 @@ __all__ = ["oracle_labels", "judge_step_metrics", "extend_probe", "load_probe_ex
            "record_step", "PROBE_POLICY_FILE"]
 
 
-def oracle_labels(episode) -> list[bool | None] | None:
-    """The family's step labels of one episode (True good, False bad, None undetermined), or None without an oracle.
+def oracle_labels(episode, rule: str = "no_regress") -> list[bool | None] | None:
+    """The family's step labels of one episode under ``rule`` (True good, False bad, None undetermined), or None
+    without an oracle.
 
-    A judge that labelled the episode already (the noisy oracle keeps them as ``oracle_labels``) is not asked
-    twice. Episodes with an env error or no task are not labelled (None), nor is one the oracle fails on (a
+    Labels already made under the same rule (the noisy oracle's, or an earlier call's, kept as ``oracle_labels``)
+    are not asked for twice. Episodes with an env error or no task are not labelled (None), nor is one the oracle fails on (a
     warning says why: the measurement never ends the run).
     """
-    from rla_envs.core.labels import has_step_labels, step_labels
+    from rla_envs.core.labels import StepLabeller, has_step_labels
 
     cached = getattr(episode, "oracle_labels", None)
-    if cached is not None:
+    if cached is not None and getattr(episode, "oracle_label_rule", None) == rule:
         return list(cached)
     task = getattr(episode, "task", None)
     if task is None or getattr(episode, "error", None) is not None or not has_step_labels(task.family):
         return None
     try:
-        labels = list(step_labels(task, list(episode.actions)))
+        labels = list(StepLabeller(rule)(task, list(episode.actions)))
     except Exception as error:  # noqa: BLE001 - a measurement must not end the run it measures
         warnings.warn(f"the step-label oracle could not label an episode of task {task.id} ({type(error).__name__}: "
                       f"{error}); its steps are left out of judge_vote_balanced_accuracy", RuntimeWarning, stacklevel=2)
@@ -48,12 +49,12 @@ def oracle_labels(episode) -> list[bool | None] | None:
                       f"{task.id}; its steps are left out of judge_vote_balanced_accuracy", RuntimeWarning,
                       stacklevel=2)
         return None
-    episode.oracle_labels = labels
+    episode.oracle_labels, episode.oracle_label_rule = labels, rule
     return labels
 
 
-def judge_step_metrics(episodes) -> dict[str, float]:
-    """The judge's balanced accuracy on the votes these episodes received, against the family's oracle.
+def judge_step_metrics(episodes, rule: str = "no_regress") -> dict[str, float]:
+    """The judge's balanced accuracy on the votes these episodes received, against the family's oracle (``rule``).
 
     ``judge_vote_balanced_accuracy`` (each vote a prediction; an unparseable 0 is wrong),
     ``judge_verdict_balanced_accuracy`` (the majority of each step's m votes; a tie is wrong), and the labelled
@@ -66,7 +67,7 @@ def judge_step_metrics(episodes) -> dict[str, float]:
     for episode in episodes:
         if not episode.judgments:
             continue
-        episode_labels = oracle_labels(episode)
+        episode_labels = oracle_labels(episode, rule)
         if episode_labels is None:
             continue
         votes.extend(list(step) for step in episode.judgments[:len(episode_labels)])
@@ -84,7 +85,7 @@ def judge_step_metrics(episodes) -> dict[str, float]:
 
 
 def extend_probe(rm_probe, run_dir: Path, policy, agent, *, episodes: int, seed: int, max_steps: int,
-                 split: str) -> int:
+                 split: str, rule: str = "no_regress") -> int:
     """Add the labelled steps of ``policy`` playing one episode on each of the probe's first ``episodes`` games (at
     most one per game) to ``rm_probe`` (a RewardModelProbe) and keep them in ``run_dir``; returns how many steps
     were added.
@@ -95,7 +96,7 @@ def extend_probe(rm_probe, run_dir: Path, policy, agent, *, episodes: int, seed:
     from rla_train.reward_model.probe import policy_probe_steps, steps_to_json
 
     tasks = rm_probe.probe.tasks()[:episodes]
-    steps = policy_probe_steps(tasks, policy, agent, seed=seed, max_steps=max_steps, split=split)
+    steps = policy_probe_steps(tasks, policy, agent, seed=seed, max_steps=max_steps, split=split, rule=rule)
     atomic_write_json(Path(run_dir) / PROBE_POLICY_FILE, steps_to_json(steps))
     return load_probe_extension(rm_probe, run_dir)
 

@@ -143,7 +143,8 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[s
     local.update({f"policy_{k}": v for k, v in policy.items() if not k.startswith("trl/")})
     if parts.rm_trainer is not None:                                                              # 6
         objective = config.reward_model.objective
-        labels = ({id(e): oracle_labels(e) for group in groups for e in group if e.error is None}
+        labels = ({id(e): oracle_labels(e, config.reward_model.label_rule) for group in groups for e in group
+                   if e.error is None}
                   if objective == "labelled" else None)  # kept on the episodes: the step's metrics reuse them
         rm_samples, rm_stats = reward_model_samples(groups, generations, spec, low=config.reward_model.task_filter_low,
                                                     high=config.reward_model.task_filter_high, objective=objective,
@@ -161,7 +162,7 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[s
     tasks = [task for rank_tasks, _, _ in played for task in rank_tasks]
     groups = [group for _, rank_groups, _ in played for group in rank_groups]
     metrics = {**merge_rank_metrics([rank_metrics for _, _, rank_metrics in played]),
-               **_episode_metrics(groups, spec, mode)}
+               **_episode_metrics(groups, spec, mode, config.reward_model.label_rule)}
     for task, group in zip(tasks, groups):                                                        # 7
         usable = [e for e in group if e.error is None]
         if usable:
@@ -183,8 +184,9 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[s
     return metrics
 
 
-def _episode_metrics(groups, spec: RewardSpec, mode) -> dict[str, float]:
-    """The step's metrics that depend on the played groups alone (every rank's, on rank 0)."""
+def _episode_metrics(groups, spec: RewardSpec, mode, label_rule: str = "no_regress") -> dict[str, float]:
+    """The step's metrics that depend on the played groups alone (every rank's, on rank 0); the judge's accuracy is
+    measured against the family's step labels under ``label_rule``."""
     episodes = [e for group in groups for e in group]
     metrics: dict[str, float] = {}
     if mode.reward_model:
@@ -196,7 +198,7 @@ def _episode_metrics(groups, spec: RewardSpec, mode) -> dict[str, float]:
             metrics["rm_outcome_accuracy"] = accuracy
         # how often the judge changed the policy's signal (0 = the judge adds nothing)
         metrics["policy_advantage_changed_fraction"] = advantage_change_fraction(groups, spec)
-        metrics.update(judge_step_metrics(episodes))  # against the family's oracle, where it has one
+        metrics.update(judge_step_metrics(episodes, label_rule))  # against the family's oracle, where it has one
     rewards = [step_rewards(e, spec) for e in episodes if e.error is None and e.num_steps]
     if rewards:
         metrics["integrated_reward_mean"] = float(np.mean(np.concatenate(rewards)))
@@ -335,7 +337,8 @@ def _warm_start_reward_model(config: TrainConfig, parts, progress: bool = False)
                      f"then {section.warm_start_steps} steps")
     dataset, counts = warm_start_data(parts.engine.env.tasks(), episodes=section.warm_start_episodes,
                                       policy=parts.policy_backend, agent=parts.agent, seed=config.train.seed,
-                                      max_steps=config.env.max_steps, style=section.prompt_style)
+                                      max_steps=config.env.max_steps, style=section.prompt_style,
+                                      rule=section.label_rule)
     summary = warm_start_reward_model(parts.reward_model, dataset, steps=section.warm_start_steps,
                                       lr=section.warm_start_learning_rate, seed=config.train.seed, progress=progress)
     return {**{k: v for k, v in summary.items() if k != "seconds"}, "counts": counts}
@@ -473,7 +476,7 @@ def _warm_starts(config: TrainConfig, parts, run_dir: Path, history: dict, progr
         history["rm_probe_policy_steps"] = extend_probe(
             parts.rm_probe, run_dir, parts.policy_backend, parts.agent, seed=config.train.seed,
             max_steps=config.env.max_steps, split=config.family_spec.splits[0],
-            episodes=config.reward_model.probe_policy_episodes)
+            episodes=config.reward_model.probe_policy_episodes, rule=config.reward_model.label_rule)
     if config.reward_model.warm_start_steps and parts.rm_model is not None:
         if parts.rm_probe is not None and ranks.is_main:
             history["rm_probe_initial"] = parts.rm_probe(parts.reward_model)

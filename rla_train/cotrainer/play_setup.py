@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rla_envs.core.labels import StepLabeller
 from rla_train.agents import make_agent
 from rla_train.backends import make_backend
 from rla_train.backends.base import SamplingParams
@@ -134,6 +135,7 @@ def build_judge(config: TrainConfig, policy_model, policy_tokenizer, *, rank: in
         return None, None, None, None
     if section.kind == "noisy_oracle":
         judge = NoisyOracleJudge(section.oracle_accuracy, judgments_per_step=section.judgments_per_step,
+                                 labeller=StepLabeller(section.label_rule),
                                  seed=config.train.seed + 3 + rank)  # +1: the rm model, +2: the rewriter
         return judge, None, None, None
     if section.model is None:

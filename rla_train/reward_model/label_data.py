@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rla_envs.core.labels import step_labels
+from rla_envs.core.labels import StepLabeller
 from rla_envs.core.registry import tasks_family
 from rla_envs.core.task import Task
 from rla_envs.core.trajectory import Trajectory
@@ -140,19 +140,20 @@ def _play(env, episode, rng: random.Random, epsilon: float, policy, agent) -> No
 
 
 def label_steps(trajectories: Sequence[Trajectory], tasks: Sequence[Task] | None = None, *,
-                source: str | None = None) -> list[LabelledStep]:
+                source: str | None = None, rule: str = "no_regress") -> list[LabelledStep]:
     """Every step of ``trajectories`` that the family's step-label oracle labels (None labels are left out).
 
     ``tasks``: one per trajectory (default: each Episode's ``task``). ``source``: the label of who played
     (default: each trajectory's ``source`` attribute, else ``"policy"``). Uses
-    :func:`rla_envs.core.labels.step_labels` (ALFWorld: the privileged planner, ~7 ms a step).
+    :func:`rla_envs.core.labels.step_labels` (ALFWorld: the privileged planner, ~7 ms a step) under ``rule``
+    (:data:`rla_envs.core.labels.LABEL_RULES`).
     """
     trajectories = list(trajectories)
     tasks = resolve_tasks(None if tasks is None else list(tasks), trajectories)
     steps = []
     for task, trajectory in zip(tasks, trajectories):
         who = source or getattr(trajectory, "source", None) or "policy"
-        labels = step_labels(task, list(trajectory.actions))
+        labels = StepLabeller(rule)(task, list(trajectory.actions))
         steps.extend(LabelledStep(task, trajectory, i, bool(label), who)
                      for i, label in enumerate(labels) if label is not None)
     return steps
@@ -213,14 +214,15 @@ def judge_dataset(steps: Sequence[LabelledStep], *, max_history: int | None = No
 def warm_start_data(tasks: Sequence[Task], *, episodes: int, expert_share: float = 0.5, policy=None, agent=None,
                     epsilons: Sequence[float] = (0.5, 1.0), good_per_bad: float | None = 2.0, seed: int = 0,
                     max_steps: int = 30, split: str = "train", max_history: int | None = None,
-                    max_chars: int | None = None, style: str = "full"):
+                    max_chars: int | None = None, style: str = "full", rule: str = "no_regress"):
     """The reward-model warm start's data in one call: ``(judge_dataset rows, class_counts)``.
 
     ``episodes`` are played on ``tasks`` in turn: ``round(expert_share * episodes)`` by the expert, the rest
     by ``policy`` (a generation backend, with ``agent``) or, without one, by the epsilon-expert cycling
     through ``epsilons``; every labelled step is kept when bad, good ones thinned to ``good_per_bad`` per
     bad one (seeded), and each becomes a judge prompt with the given prompt options (pass the reward
-    model's: ``max_history``, ``max_chars``, ``style``). Pass the run's training tasks, never the probe's.
+    model's: ``max_history``, ``max_chars``, ``style``) and the labels' ``rule``. Pass the run's training tasks, never
+    the probe's.
     """
     if type(episodes) is not int or episodes < 1:
         raise ValueError(f"episodes must be an int >= 1, got {episodes!r}")
@@ -239,6 +241,6 @@ def warm_start_data(tasks: Sequence[Task], *, episodes: int, expert_share: float
         played += play_episodes([tasks[k % len(tasks)] for k in range(n_other)], epsilons=epsilons,
                                 episodes_per_task=1, seed=seed + episodes, max_steps=max_steps, split=split,
                                 policy=policy, agent=agent)
-    steps = balance_steps(label_steps(played), good_per_bad=good_per_bad, seed=seed)
+    steps = balance_steps(label_steps(played, rule=rule), good_per_bad=good_per_bad, seed=seed)
     dataset = judge_dataset(steps, max_history=max_history, max_chars=max_chars, style=style)
     return dataset, class_counts(steps)

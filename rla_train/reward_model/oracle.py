@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from rla_envs.core.labels import step_labels
+from rla_envs.core.labels import StepLabeller
 from rla_envs.core.task import Task
 from rla_envs.core.trajectory import Trajectory
 from rla_train.backends.base import Sample
@@ -106,7 +106,7 @@ class NoisyOracleJudge:
             raise ValueError(f"judgments_per_step must be an int >= 1 (votes per step; the method uses 3), "
                              f"got {judgments_per_step!r}")
         if labeller is None:
-            labeller = step_labels
+            labeller = StepLabeller()
         self.accuracy = float(accuracy)
         self.judgments_per_step = judgments_per_step
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -140,6 +140,7 @@ class NoisyOracleJudge:
             answers = [[ORACLE_TEXTS[vote] for vote in step] for step in votes]
             trajectory.judgments = votes
             trajectory.oracle_labels = labels  # the co-trainer measures the votes against them without relabelling
+            trajectory.oracle_label_rule = getattr(self.labeller, "rule", None)
             if hasattr(trajectory, "judgment_texts"):
                 trajectory.judgment_texts = answers
             report.texts.append(answers)

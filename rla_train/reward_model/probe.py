@@ -66,7 +66,8 @@ class Probe:
 
 
 def policy_probe_steps(tasks: Sequence[Task], policy, agent, *, seed: int = 0, max_steps: int = 30,
-                       split: str = "valid_seen", good_per_bad: float | None = 2.0) -> list[LabelledStep]:
+                       split: str = "valid_seen", good_per_bad: float | None = 2.0,
+                       rule: str = "no_regress") -> list[LabelledStep]:
     """Labelled steps of ``policy`` (a generation backend, with ``agent``) playing one episode on each task.
 
     The steps the judge is asked about in training are the policy's, not an expert's or a random player's:
@@ -78,7 +79,7 @@ def policy_probe_steps(tasks: Sequence[Task], policy, agent, *, seed: int = 0, m
 
     episodes = play_episodes(list(tasks), episodes_per_task=1, seed=seed, max_steps=max_steps, split=split,
                              policy=policy, agent=agent)
-    return balance_steps(label_steps(episodes, source=POLICY_SOURCE), good_per_bad=good_per_bad, seed=seed)
+    return balance_steps(label_steps(episodes, source=POLICY_SOURCE, rule=rule), good_per_bad=good_per_bad, seed=seed)
 
 
 def steps_to_json(steps: Sequence[LabelledStep]) -> list[dict[str, Any]]:
@@ -115,19 +116,20 @@ def steps_from_json(rows: Sequence[dict[str, Any]]) -> list[LabelledStep]:
 
 def build_probe(tasks: Sequence[Task], *, epsilons: Sequence[float] = (0.0, 0.5, 1.0), episodes_per_task: int = 3,
                 good_per_bad: float | None = 2.0, seed: int = 0, max_steps: int = 30,
-                split: str = "valid_seen") -> Probe:
+                split: str = "valid_seen", rule: str = "no_regress") -> Probe:
     """The fixed probe: ``episodes_per_task`` epsilon-expert episodes on each task, labelled and balanced.
 
     ``tasks`` must be disjoint from the reward model's training tasks (e.g. ``valid_seen`` generated tasks
     when it warm-starts on ``train`` ones). Same arguments, same probe (everything is seeded). See
     :func:`~rla_train.reward_model.label_data.play_episodes` for ``epsilons``, ``episodes_per_task``,
-    ``max_steps`` and ``split``, and :func:`~rla_train.reward_model.label_data.balance_steps` for ``good_per_bad``.
+    ``max_steps`` and ``split``, :func:`~rla_train.reward_model.label_data.balance_steps` for ``good_per_bad``, and
+    :data:`rla_envs.core.labels.LABEL_RULES` for ``rule``.
     """
     from rla_train.reward_model.label_data import balance_steps, class_counts, label_steps, play_episodes
 
     episodes = play_episodes(tasks, epsilons=epsilons, episodes_per_task=episodes_per_task, seed=seed,
                              max_steps=max_steps, split=split)
-    steps = balance_steps(label_steps(episodes), good_per_bad=good_per_bad, seed=seed)
+    steps = balance_steps(label_steps(episodes, rule=rule), good_per_bad=good_per_bad, seed=seed)
     counts = class_counts(steps)
     if not counts["good"] or not counts["bad"]:
         raise ValueError(f"the probe has {counts['good']} good and {counts['bad']} bad steps; it needs both: "
