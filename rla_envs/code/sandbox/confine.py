@@ -200,14 +200,16 @@ def mount_private_proc() -> None:
 # rlimits and uid
 
 
-#: Niceness of untrusted code: CPU-bound programs (a thread spinner on every core) then cannot starve the
-#: host's monitor, which must kill them on time. RLIMIT_NICE stays 0, so they cannot raise it back.
+#: Niceness of untrusted code (at least): CPU-bound programs (a thread spinner on every core) then cannot starve
+#: the host's monitor, which must kill them on time. RLIMIT_NICE stays 0, so they cannot raise it back.
 UNTRUSTED_NICENESS = 10
 
 
 def set_rlimits(memory_mb: int, cpu_s: int, file_size_mb: int, open_files: int, processes: int) -> None:
     """Set soft = hard limits (hard limits cannot be raised again by an unprivileged process) and lower the priority."""
-    os.setpriority(os.PRIO_PROCESS, 0, UNTRUSTED_NICENESS)
+    # Never raise it: a niceness above UNTRUSTED_NICENESS (a Docker-API server started under `nice -n 19` starts
+    # its containers at 19) stays, since going back down needs CAP_SYS_NICE, which a container's agent lacks.
+    os.setpriority(os.PRIO_PROCESS, 0, max(UNTRUSTED_NICENESS, os.getpriority(os.PRIO_PROCESS, 0)))
     for name, value in (
         ("RLIMIT_AS", memory_mb << 20),
         ("RLIMIT_CPU", cpu_s),

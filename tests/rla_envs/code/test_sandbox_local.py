@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rla_envs.code.sandbox import Call, CallResult, ConfinementUnavailable, Limits, Sandbox, make_sandbox
+from rla_envs.code.sandbox import Call, CallResult, ConfinementUnavailable, Limits, Sandbox, confine, make_sandbox
 from rla_envs.code.sandbox.base import UnsupportedValue, decode_value, encode_value
 from tests.paths import REPO_ROOT
 from tests.rla_envs.code.sandbox_helpers import local_sandbox
@@ -256,6 +256,29 @@ def test_process_and_file_size_limits(box):
     assert result.status == "ok" and int(result.stdout) < 16
     result = stdio("open('big', 'wb').write(b'x' * (3 << 20))\n", box=box, limits=Limits(file_size_mb=1))
     assert result.status == "error" and "File too large" in result.error
+
+
+@pytest.mark.parametrize("inherited", [0, 15])
+def test_programs_run_niced_and_never_at_a_higher_priority_than_they_inherited(inherited):
+    # set_rlimits in a child without CAP_SYS_NICE, as a container's agent is: niceness max(inherited, 10). Under a
+    # Docker-API server started with `nice -n 19` it used to ask for 10, got EACCES, and every docker run failed.
+    start = max(inherited, os.getpriority(os.PRIO_PROCESS, 0))  # this process may already run niced
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, start)
+            if os.geteuid() == 0:
+                os.setresuid(65534, 65534, 65534)  # drops CAP_SYS_NICE with the rest
+            confine.set_rlimits(memory_mb=1024, cpu_s=10, file_size_mb=1, open_files=64, processes=64)
+            code = 0 if os.getpriority(os.PRIO_PROCESS, 0) == max(start, confine.UNTRUSTED_NICENESS) else 2
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    # 0: niced as expected; 1: set_rlimits raised (EACCES); 2: the wrong niceness
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 # -- isolation -------------------------------------------------------------------------------------
