@@ -70,7 +70,7 @@ def _balanced(votes: list[list[int]], labels: list[bool | None]) -> dict[str, fl
 
 
 def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, tasks: int = 6,
-                 log=print) -> dict[str, Any]:
+                 label_rule: str = "no_regress", log=print) -> dict[str, Any]:
     """Every variant's accuracy on the seed's policy's first-step rollouts (see the module docstring)."""
     import torch
 
@@ -91,14 +91,14 @@ def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, ta
     config = load_config(None, [f"train.seed={seed}", f"policy.model={policy}", "train.mode=policy+reward",
                                 "reward_model.probe_episodes=0", "train.probe_episodes=0", f"rollout.tasks_per_step={tasks}",
                                 "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0",
-                                "output.dir=unused"], check_hardware=False)
+                                f"reward_model.label_rule={label_rule}", "output.dir=unused"], check_hardware=False)
     import tempfile
 
     with tempfile.TemporaryDirectory() as scratch:
         parts = build_components(config, Path(scratch), progress=False)
         try:
             episodes = parts.engine.run(parts.feeder.draw(tasks), group_size=config.rollout.group_size)
-            labels = [oracle_labels(e) for e in episodes]
+            labels = [oracle_labels(e, label_rule) for e in episodes]
             known = [label for episode_labels in labels if episode_labels for label in episode_labels if label is not None]
             log(f"seed {seed}: {len(episodes)} rollouts, {len(known)} labelled steps ({sum(not k for k in known)} bad), "
                 f"success {sum(e.won for e in episodes)}/{len(episodes)}")
@@ -109,7 +109,8 @@ def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, ta
                 if variant.episodes not in data:
                     data[variant.episodes] = warm_start_data(parts.engine.env.tasks(), episodes=variant.episodes,
                                                              policy=parts.policy_backend, agent=parts.agent, seed=seed,
-                                                             max_steps=config.env.max_steps, style=rm.prompt_style)
+                                                             max_steps=config.env.max_steps, style=rm.prompt_style,
+                                                             rule=label_rule)
                 dataset, counts = data[variant.episodes]
                 model, tokenizer = load_model("tiny", seed=seed + 1, tiny_options=LARGE_JUDGE if variant.large else None)
                 torch.manual_seed(seed)
@@ -128,7 +129,7 @@ def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, ta
                     f"({results[variant.name]['seconds']} s)")
         finally:
             parts.close()
-    return {"seed": seed, "warm_start": str(warm_start), "rollouts": len(episodes),
+    return {"seed": seed, "label_rule": label_rule, "warm_start": str(warm_start), "rollouts": len(episodes),
             "labelled_steps": len(known), "bad_steps": sum(not k for k in known), "variants": results}
 
 
@@ -162,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variants", nargs="+", type=parse_variant, default=[parse_variant(v) for v in DEFAULT_VARIANTS])
     parser.add_argument("--tasks", type=int, default=6, help="training tasks played (x 8 rollouts; default 6)")
+    parser.add_argument("--label-rule", default="no_regress", choices=("no_regress", "progress"),
+                        help="what a good step is (rla_envs.core.labels.LABEL_RULES; default no_regress)")
     parser.add_argument("--out", type=Path, default=Path("runs/gate-c"))
     parser.add_argument("--report-only", action="store_true", help="print the table of the seeds already in --out")
     args = parser.parse_args(argv)
@@ -174,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rla_train.cpu_kernels import set_torch_threads
 
         set_torch_threads()
-        result = measure_seed(args.warm_start, args.seed, args.variants, tasks=args.tasks,
+        result = measure_seed(args.warm_start, args.seed, args.variants, tasks=args.tasks, label_rule=args.label_rule,
                               log=lambda m: print(f"[judge-gate {time.strftime('%H:%M:%S')}] {m}", flush=True))
         from rla_envs.core.files import atomic_write_json
 
