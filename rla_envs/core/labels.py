@@ -94,7 +94,8 @@ def step_labels(task: Task | Mapping[str, Any], actions: Sequence[str], **option
 class StepLabeller:
     """``labeller(task, actions) -> labels``: :func:`step_labels` under one rule (picklable, for worker processes).
 
-    The default rule is not passed on, so a family oracle written before rules existed keeps working with it.
+    The default rule is not passed on, so a family oracle written before rules existed keeps working with it; any
+    other rule needs an oracle that takes ``rule`` (the ``FamilySpec.step_labels`` contract).
     """
 
     def __init__(self, rule: str = "no_regress"):

@@ -66,8 +66,9 @@ class FamilySpec:
         expert_options: env options under which every ``info`` carries ``"expert_action"``, a searching
             expert's command from the current state (None when it has none); None: no such expert (no
             demonstrations, no epsilon-expert episodes).
-        step_labels: entry point of the step-label oracle, ``f(task, actions, *, max_expert_steps=50, **options)
-            -> list[bool | None]`` (see :mod:`rla_envs.core.labels`); None: no step labels.
+        step_labels: entry point of the step-label oracle, ``f(task, actions, *, max_expert_steps=50,
+            rule="no_regress", **options) -> list[bool | None]`` (see :mod:`rla_envs.core.labels`); None: no step
+            labels.
         generate_tasks: entry point of ``f(split, n, seed=0, *, progress=False, **env_options) -> list[Task]``,
             at least ``n`` tasks of ``split`` (seeded; ``env_options`` are the run's env options, of which it
             reads the ones that select tasks); None: the trainer uses the env's own task set.

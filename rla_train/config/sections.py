@@ -68,7 +68,7 @@ class PolicyConfig(Section):
                                    "list then only travels with the prompt, for choice policies)",
                                    choices=("last", "all", "none"))
     system_prompt: str | None = setting(None, "replaces the agent's default system message (null = the default)")
-    learning_rate: float = setting(3e-4, "AdamW learning rate of the policy (TRL learning_rate)", alias="lr", gt=0,
+    learning_rate: float = setting(1e-3, "AdamW learning rate of the policy (TRL learning_rate)", alias="lr", gt=0,
                                    fix="the paper uses 1e-6 for 7B models")
     optimizer: dict[str, Any] = setting({}, "optimizer fields that differ for the policy, over the shared `optimizer` "
                                         "section (e.g. {warmup_steps: 10})")
@@ -154,7 +154,7 @@ class RewardModelConfig(Section):
     updates_per_step: int = setting(1, "passes of reward-model updates over each training step's judgments, each "
                                     "num_iterations x mini_batches optimizer steps, all clipped against the judge that "
                                     "voted (0 = the reward model judges but is not trained)", ge=0)
-    label_rule: str = setting("no_regress", "what the family's step-label oracle calls a good step, for the noisy "
+    label_rule: str = setting("progress", "what the family's step-label oracle calls a good step, for the noisy "
                               "oracle, the judge's warm start, its probe, the labelled objective and the judge metrics: "
                               "no_regress (the distance to the goal does not grow: a step that does nothing is good) or "
                               "progress (the distance shrinks); rla_envs.core.labels",
@@ -264,7 +264,7 @@ class PoolSettings(_CurriculumFields):
     how tasks are sampled and rewrites accepted), plus how often and by whom tasks are rewritten."""
 
     section: ClassVar[str] = "pool"
-    adapt_every: int = setting(48, "episodes between two rewrite rounds", ge=1)
+    adapt_every: int = setting(96, "episodes between two rewrite rounds", ge=1)
     max_rewrites_per_round: int | None = setting(1, "most triggered tasks rewritten in one round (each costs up to "
                                                  "measure_rollouts x (1 + candidates) validation rollouts; null = all)", ge=1)
     rewriter: str = setting("mutator", "who rewrites: mutator (the family's LLM-free edits) or llm (a model given the "
@@ -293,7 +293,7 @@ class RolloutConfig(Section):
     section: ClassVar[str] = "rollout"
     group_size: int = setting(8, "rollouts per task, one GRPO group (TRL num_generations)", alias="num_generations", ge=2,
                               fix="GRPO z-scores rewards within a group, which needs 2 rollouts or more; the paper uses 8")
-    tasks_per_step: int = setting(3, "tasks (groups) per training step; per rank under a data-parallel launch "
+    tasks_per_step: int = setting(6, "tasks (groups) per training step; per rank under a data-parallel launch "
                                      "(docs/scale-out.md)", ge=1)
 
 
@@ -304,7 +304,7 @@ class RunConfig(Section):
     section: ClassVar[str] = "train"
     mode: str = setting("policy+reward+env", "what is trained: " + ", ".join(MODES) + " (RLAnything's ablation; "
                         "see rla_train.config.MODES)", choices=tuple(MODES))
-    steps: int = setting(12, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
+    steps: int = setting(20, "training steps (each: rollouts, judgments, policy update, RM update, pool adaptation)", ge=0)
     seed: int = setting(0, "seed of everything: rollouts, sampling, the pool, model initialisation")
     training_stream: int = setting(0, "another random stream for training alone: shifts the seed of the training "
                                    "rollouts and of the pool's sampling by 1,000,000 x this, while the models, the warm start "

@@ -24,3 +24,16 @@ def test_families_without_an_oracle_are_refused_with_the_families_that_have_one(
         step_labels(other, ["return a + b"])
     with pytest.raises(TypeError, match="Task or its dict"):
         step_labels("not a task", [])
+
+
+def test_the_progress_rule_calls_a_step_that_changes_nothing_bad():
+    from rla_envs.core.labels import StepLabeller
+
+    # d: 3 -> 3 (nothing changes), 3 -> 2 (closer), 2 -> 4 (away), 4 -> 0 (won)
+    assert labels_from_distances([3, 3, 2, 4, 0]) == [True, True, False, True]
+    assert labels_from_distances([3, 3, 2, 4, 0], "progress") == [False, True, False, True]
+    assert labels_from_distances([float("inf"), 3, 0, 0], "progress") == [None, True, None]
+    with pytest.raises(ValueError, match="rule must be one of"):
+        labels_from_distances([1, 0], "strict")
+    with pytest.raises(ValueError, match="rule must be one of"):
+        StepLabeller("strict")

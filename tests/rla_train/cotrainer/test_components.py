@@ -46,7 +46,7 @@ def test_both_trainers_take_the_shared_optimizer_and_their_own_overrides_not_trl
     shared = ("warmup_steps", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "optim")
     for args in (policy, judge):
         assert [getattr(args, name) for name in shared] == [3, 0.01, 0.8, 0.99, 1e-6, "adamw_torch"]
-    assert (policy.lr_scheduler_type, policy.max_grad_norm, policy.learning_rate) == ("cosine", 0.5, 3e-4)
+    assert (policy.lr_scheduler_type, policy.max_grad_norm, policy.learning_rate) == ("cosine", 0.5, 1e-3)
     assert (policy.beta, policy.epsilon_high) == (0.02, 0.28)
     assert (judge.lr_scheduler_type, judge.max_grad_norm, judge.learning_rate) == ("constant_with_warmup", 2.0, 1e-4)
     assert (judge.loss_type, judge.epsilon, judge.num_iterations, judge.per_device_train_batch_size) == ("grpo", 0.1, 2, 4)
@@ -54,10 +54,10 @@ def test_both_trainers_take_the_shared_optimizer_and_their_own_overrides_not_trl
 
 
 def test_the_default_run_trains_both_models_with_the_schedules_it_was_measured_with(tmp_path):
-    # the policy's schedule as before the optimizer section (constant 3e-4); the reward model's linear decay, which
+    # the policy's schedule: constant 1e-3 (gate A's rate); the reward model's linear decay, which
     # TRL's default gave it silently when the README's figures were measured, now explicit (reward_model.optimizer)
     config = TrainConfig()
-    for role, lr, schedule in (("policy", 3e-4, "constant"), ("reward_model", 1e-4, "linear")):
+    for role, lr, schedule in (("policy", 1e-3, "constant"), ("reward_model", 1e-4, "linear")):
         args = grpo_args(getattr(config, role), config.optimizer_for(role), tmp_path, seed=0, temperature=1.0)
         assert (args.learning_rate, args.lr_scheduler_type, args.warmup_steps, args.max_grad_norm) == \
             (lr, schedule, 0, 1.0)
@@ -71,6 +71,6 @@ def test_trl_args_pass_grpo_config_fields_the_config_does_not_name(tmp_path):
     config = load_config(None, ["policy.trl_args={logging_first_step: true, shuffle_dataset: false}",
                                 "reward_model.trl_args={learning_rate: 0.5}"], check_hardware=False)
     args = grpo_args(config.policy, config.optimizer_for("policy"), tmp_path, seed=0, temperature=1.0)
-    assert (args.logging_first_step, args.shuffle_dataset, args.learning_rate) == (True, False, 3e-4)
+    assert (args.logging_first_step, args.shuffle_dataset, args.learning_rate) == (True, False, 1e-3)
     with pytest.raises(ConfigError, match=r"reward_model.trl_args.learning_rate: the config sets learning_rate itself"):
         grpo_args(config.reward_model, config.optimizer_for("reward_model"), tmp_path, seed=0, temperature=1.0)

@@ -67,13 +67,13 @@ class CorridorEnv(TaskEnv):
         return f"You are {self.length - self.position} cells from the door."
 
 
-def corridor_step_labels(task, actions, *, max_expert_steps: int = 50) -> list[bool | None]:
+def corridor_step_labels(task, actions, *, max_expert_steps: int = 50, rule: str = "no_regress") -> list[bool | None]:
     """The toy oracle: d(s) = cells left to the door (the expert walks straight there)."""
     length, position, distances = task.spec["length"], 0, [float(task.spec["length"])]
     for action in actions:
         position = min(max(position + MOVES.get(action, 0), 0), length)
         distances.append(float(length - position) if distances[-1] else None)  # None: after the win
-    labels = labels_from_distances(distances)
+    labels = labels_from_distances(distances, rule)
     LABELLED.append((tuple(actions), labels))
     return labels
 
