@@ -41,6 +41,29 @@ def _proc_stat(pid: int) -> tuple[int, str, int] | None:
     return int(fields[1]), fields[0], int(fields[19])
 
 
+PF_EXITING = 0x4  # the kernel's task flag for a process inside exit(): /proc/<pid>/stat's ninth field
+SIGKILL_BIT = 1 << (signal.SIGKILL - 1)  # SIGKILL in /proc/<pid>/status's pending-signal masks
+
+
+def _dying(pid: int) -> bool:
+    """Whether ``pid`` is on its way out though not yet a zombie: exiting, or with a SIGKILL pending.
+
+    ``kill(pid, SIGKILL)`` returns before the target has run its exit; until it does, /proc still shows it
+    running. Under load that window is long enough for a reset to take a killed core process for a live one.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode(errors="replace")
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            status = handle.read().decode(errors="replace")
+    except OSError:
+        return True
+    if int(stat[stat.rfind(")") + 2:].split()[6]) & PF_EXITING:
+        return True
+    pending = (line.split(":", 1)[1] for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:")))
+    return any(int(mask, 16) & SIGKILL_BIT for mask in pending)
+
+
 def _all_pids() -> list[int]:
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
@@ -140,9 +163,11 @@ class ProcessTracker:
         """Wake every core process an episode may have stopped (SIGCONT); say which ones are gone.
 
         The agent's code runs as the same user as the core (Xvfb, the buses, openbox), so it can stop or kill
-        them; a stopped one is woken here, a dead one means the session cannot be restored.
+        them; a stopped one is woken here, a dead one (or one killed and not yet dead) means the session cannot
+        be restored.
         """
-        alive = {(pid, start) for pid, (_, state, start) in self.descendants().items() if state != "Z"}
+        alive = {(pid, start) for pid, (_, state, start) in self.descendants().items()
+                 if state != "Z" and not _dying(pid)}
         problems = []
         for pid, start in sorted(self._core):
             if (pid, start) not in alive:
