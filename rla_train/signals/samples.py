@@ -127,6 +127,13 @@ def _trained_advantages(group: Sequence, spec: RewardSpec) -> tuple[list, list[n
     return episodes, step_advantages([step_rewards(e, spec) for e in episodes])
 
 
+def _sample(prompt_ids, token_ids, value: float, logprobs, source, meta: dict[str, Any]) -> Sample:
+    """One training row: ``token_ids`` after ``prompt_ids`` under ``value``, with the choice data ``source`` (a step
+    or a judge's sample) carries when it was chosen from a list (its alternatives and their log-probabilities)."""
+    return Sample(prompt_ids, token_ids, float(value), logprobs, meta, alternatives=getattr(source, "alternatives", None),
+                  choice_logprobs=getattr(source, "choice_logprobs", None))
+
+
 def policy_samples(groups: Sequence[Sequence], spec: RewardSpec) -> tuple[list[Sample], dict[str, float]]:
     """The policy's step samples from GRPO groups, and counts (groups used, filtered, zero-variance steps)."""
     samples: list[Sample] = []
@@ -140,10 +147,8 @@ def policy_samples(groups: Sequence[Sequence], spec: RewardSpec) -> tuple[list[S
             for index, (step, advantage) in enumerate(zip(episode.steps, advantages)):
                 stats["steps"] += 1
                 stats["zero_advantage_steps"] += float(advantage == 0)
-                samples.append(Sample(step.prompt_ids, step.completion_ids, float(advantage), step.logprobs,
-                                      {"group": group_index, "task_id": episode.task_id, "step": index},
-                                      alternatives=getattr(step, "alternatives", None),
-                                      choice_logprobs=getattr(step, "choice_logprobs", None)))
+                samples.append(_sample(step.prompt_ids, step.completion_ids, advantage, step.logprobs, step,
+                                       {"group": group_index, "task_id": episode.task_id, "step": index}))
     stats["zero_advantage_fraction"] = stats["zero_advantage_steps"] / stats["steps"] if stats["steps"] else 0.0
     return samples, stats
 
@@ -228,8 +233,6 @@ def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list
             for sample, value in zip(generation.samples, step_values):
                 stats["judgments"] += 1
                 stats["zero_reward_judgments"] += float(value == 0)
-                samples.append(Sample(generation.prompt_ids, sample.token_ids, float(value), sample.logprobs,
-                                      {"group": group_index, "task_id": episode.task_id, "step": index},
-                                      alternatives=getattr(sample, "alternatives", None),
-                                      choice_logprobs=getattr(sample, "choice_logprobs", None)))
+                samples.append(_sample(generation.prompt_ids, sample.token_ids, value, sample.logprobs, sample,
+                                       {"group": group_index, "task_id": episode.task_id, "step": index}))
     return samples, stats
