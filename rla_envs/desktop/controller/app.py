@@ -210,8 +210,8 @@ def create_app(state: State) -> FastAPI:
 
     @app.post("/rla/stop_agent_processes")
     def stop_agent_processes():
-        """The episode is over: end the agent's action worker and stop the processes it left that own no window
-        (:mod:`controller.quiesce`); they stay stopped until the reset kills them."""
+        """The episode is over: end the agent's action worker and kill the processes it left that own no window
+        (:mod:`controller.quiesce`); ``stopped`` in the reply lists them."""
         state.actions.end_episode()
         if state.setup_processes is None:  # no action ran: nothing of the agent's runs
             return {"status": "success", "stopped": [], "window_owners": []}
@@ -228,10 +228,12 @@ def create_app(state: State) -> FastAPI:
         problems = state.tracker.core_problems()  # wakes a core process the episode stopped
         killed = state.tracker.kill_apps(spare={state.actions.pid} - {None})
         if state.scratch is not None:  # the apps are gone: nothing writes there any more
-            problems += [f"{path} (made at boot) is gone" for path in state.scratch.clear().missing]
+            cleared = state.scratch.clear()
+            problems += [f"{path} (made at boot) is gone" for path in cleared.missing]
+            problems += [f"{path} (left by the episode) cannot be removed" for path in cleared.left]
         if state.ipc is not None:
             state.ipc.clear()
-        state.template.restore()
+        problems += [f"{path} (left in the home) cannot be removed" for path in state.template.restore()]
         if state.xserver is not None:
             try:
                 state.xserver.restore(keep_pids=state.tracker.core_pids())

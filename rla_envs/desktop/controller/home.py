@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .scratch import EntryState, put_back, remember
+from .scratch import EntryState, open_up, put_back, remember, remove_entry
 
 __all__ = ["HomeTemplate", "seed_home"]
 
@@ -158,15 +158,12 @@ def _copy_tree(source: Path, target: Path) -> None:
             continue
 
 
-def _clear_directory(directory: Path) -> None:
-    for entry in os.scandir(directory):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            try:
-                os.unlink(entry.path)
-            except FileNotFoundError:  # an app removed it meanwhile: the aim is met
-                pass
+def _clear_directory(directory: Path) -> list[str]:
+    """Remove everything in ``directory`` (opened up first: the agent may have made folders read-only); the
+    entries that could not go."""
+    open_up(str(directory))
+    return [entry.path for entry in os.scandir(directory)
+            if not remove_entry(entry.path, entry.is_dir(follow_symlinks=False))]
 
 
 SNAPSHOT_LIMIT_BYTES = 256 * 2**20
@@ -264,9 +261,10 @@ class HomeTemplate:
         else:
             self._snapshot = _snapshot(self.home)
 
-    def restore(self) -> None:
-        """Make ``home`` exactly the template again (everything added since is deleted)."""
-        _clear_directory(self.home)
+    def restore(self) -> list[str]:
+        """Make ``home`` exactly the template again (everything added since is deleted); returns what could not
+        be removed (then the home is not the template, and the reset asks for a fresh session)."""
+        left = _clear_directory(self.home)
         if self._snapshot is not None:
             _write_snapshot(self._snapshot, self.home)
         elif self.template is not None:
@@ -275,3 +273,4 @@ class HomeTemplate:
             raise RuntimeError("HomeTemplate.restore before prepare: there is nothing to restore yet")
         if self._folder is not None:  # the folder itself stays: a marker in its attributes or mode must not
             put_back(str(self.home), self._folder)
+        return left

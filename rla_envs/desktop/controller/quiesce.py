@@ -1,4 +1,4 @@
-"""Before an episode is scored: stop the processes the agent's code left running that own no window.
+"""Before an episode is scored: end the processes the agent's code left running that own no window.
 
 The agent's code runs as the session's user, so a process it started in the background (``nohup sh -c 'while
 true; do cp forged.xlsx ~/answer.xlsx; done' &``) keeps running while the evaluator saves the document, fetches
@@ -8,18 +8,24 @@ controller cannot tell the agent's intent, only where a process came from, so wh
 
 1. ends the worker that ran the agent's actions (not its process group: an app the agent started from its
    code, say VLC, is judged by step 2 like any other process), so no thread of the agent's code runs on;
-2. stops (SIGSTOP) every process of the session that is not
+2. kills (SIGKILL) every process of the session that is not
    - a core process (Xvfb, the buses, openbox),
    - one the task's setup started (alive when the episode's first action arrived),
    - the owner of a window the window manager manages (the pid the X server knows from the connection, not the
      ``_NET_WM_PID`` a client may write), or
    - a descendant of such an owner that runs the same program (Chromium's renderers, Thunderbird's content
-     processes).
+     processes),
+
+   and stops (SIGSTOP) a window app's own child instead of killing it (the shell of a terminal window: a
+   terminal closes its window when its shell dies).
 
 So the apps a solution leaves open (LibreOffice, Chromium, VLC, Thunderbird, a terminal's window) keep running
-and answering, while the shells and scripts the agent left behind cannot act until the reset kills them. A
-process the agent's code starts that opens a window of its own is kept too: the same user can always do that,
-which is why this bounds what a leftover process can do instead of ruling it out (docs/threat-model.md).
+and answering, while the scripts the agent left behind are gone before the first evaluator step. Killed, not
+stopped: a stopped process wakes on SIGCONT, which a sibling, or a POSIX timer the process armed itself, sends (a
+stopped writer went on rewriting its file 0.2 s later). A process the agent's code starts that opens a window of
+its own is kept too, and so is a stopped child of a window app, which such an app can wake: the same user can
+always do that, which is why this bounds what a leftover process can do instead of ruling it out
+(docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import signal
 import time
 from collections.abc import Collection, Mapping
 
-__all__ = ["processes_to_stop", "executable", "stop", "quiesce"]
+__all__ = ["window_apps", "processes_to_end", "held_not_killed", "executable", "end", "quiesce"]
 
 
 def executable(pid: int) -> str | None:
@@ -40,59 +46,84 @@ def executable(pid: int) -> str | None:
         return None
 
 
-def processes_to_stop(table: Mapping[int, tuple[int, str, int]], *, core: Collection[tuple[int, int]],
-                      setup: Collection[tuple[int, int]], owners: Collection[int],
-                      program: Mapping[int, str | None]) -> list[int]:
-    """The pids of ``table`` (pid -> (ppid, state, start time)) to stop: not zombies or stopped already, not core,
-    not started by the setup, not a window's owner or a same-program descendant of one.
+def window_apps(table: Mapping[int, tuple[int, str, int]], *, owners: Collection[int],
+                program: Mapping[int, str | None]) -> set[int]:
+    """The pids of ``table`` that own a window (``owners``) or descend from an owner through processes of the same
+    program (Chromium's zygote and renderers), which keep running while the episode is scored.
 
-    >>> table = {10: (1, "S", 5), 11: (10, "S", 6), 12: (10, "S", 7), 13: (1, "S", 8), 14: (12, "R", 9)}
-    >>> processes_to_stop(table, core=set(), setup=set(), owners={10},
-    ...                   program={10: "/chromium", 11: "/chromium", 12: "/crashpad", 13: "/sh", 14: "/chromium"})
-    [12, 13, 14]
+    >>> table = {10: (1, "S", 5), 11: (10, "S", 6), 12: (10, "S", 7), 13: (1, "T", 8), 14: (12, "R", 9)}
+    >>> sorted(window_apps(table, owners={10, 99}, program={10: "/chromium", 11: "/chromium", 12: "/crashpad"}))
+    [10, 11]
     """
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
-    kept = {pid for pid, (_, _, start) in table.items() if (pid, start) in core or (pid, start) in setup}
     seen: set[int] = set()
     frontier = [pid for pid in owners if pid in table]
-    while frontier:  # a window's owner, and its descendants through processes of the same program
+    while frontier:
         pid = frontier.pop()
         if pid in seen:
             continue
         seen.add(pid)
         frontier += [child for child in children.get(pid, ()) if program.get(child) is not None
                      and program.get(child) == program.get(pid)]
-    kept |= seen
-    return sorted(pid for pid, (_, state, _) in table.items() if pid not in kept and state not in ("Z", "X", "T", "t"))
+    return seen
 
 
-def stop(pids: Collection[int]) -> list[int]:
-    """SIGSTOP each of ``pids``; the ones that were still there."""
-    stopped = []
+def processes_to_end(table: Mapping[int, tuple[int, str, int]], *, core: Collection[tuple[int, int]],
+                     setup: Collection[tuple[int, int]], owners: Collection[int],
+                     program: Mapping[int, str | None]) -> list[int]:
+    """The pids of ``table`` (pid -> (ppid, state, start time)) to end: not zombies, not core, not started by the
+    setup, not one of the :func:`window_apps`. Stopped ones are named too (a stopped process wakes on SIGCONT).
+
+    >>> table = {10: (1, "S", 5), 11: (10, "S", 6), 12: (10, "S", 7), 13: (1, "T", 8), 14: (12, "R", 9)}
+    >>> processes_to_end(table, core=set(), setup=set(), owners={10},
+    ...                  program={10: "/chromium", 11: "/chromium", 12: "/crashpad", 13: "/sh", 14: "/chromium"})
+    [12, 13, 14]
+    """
+    kept = {pid for pid, (_, _, start) in table.items() if (pid, start) in core or (pid, start) in setup}
+    kept |= window_apps(table, owners=owners, program=program)
+    return sorted(pid for pid, (_, state, _) in table.items() if pid not in kept and state not in ("Z", "X"))
+
+
+def held_not_killed(table: Mapping[int, tuple[int, str, int]], pids: Collection[int], apps: Collection[int]) -> set[int]:
+    """Of ``pids``, the children of a window app (``apps``): the shell of a terminal window, stopped rather than
+    killed, since a terminal closes its window when its shell dies and a getter may read what the window shows.
+
+    >>> sorted(held_not_killed({12: (10, "S", 7), 14: (12, "R", 9)}, [12, 14], apps={10, 11}))
+    [12]
+    """
+    return {pid for pid in pids if pid in table and table[pid][0] in apps}
+
+
+def end(pids: Collection[int], how: signal.Signals = signal.SIGKILL) -> list[int]:
+    """Send ``how`` (SIGKILL, or SIGSTOP for :func:`held_not_killed`) to each of ``pids``; the ones still there."""
+    ended = []
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGSTOP)
-            stopped.append(pid)
+            os.kill(pid, how)
+            ended.append(pid)
         except ProcessLookupError:  # gone meanwhile: it cannot act either
             pass
-    return stopped
+    return ended
 
 
 def quiesce(listing, *, core: Collection[tuple[int, int]], setup: Collection[tuple[int, int]],
             owners: Collection[int], timeout: float = 2.0) -> list[int]:
-    """Stop every process :func:`processes_to_stop` names, again until a pass finds none (a process may fork
-    between the listing and its stop); ``listing()`` gives the session's processes. Returns the pids stopped."""
-    stopped: list[int] = []
+    """End every process :func:`processes_to_end` names, again until a pass finds none (a process may fork
+    between the listing and its end); ``listing()`` gives the session's processes. Returns the pids ended (once
+    each: a killed process may still be listed, not yet dead, on the next pass)."""
+    ended: list[int] = []
     deadline = time.monotonic() + timeout
     while True:
         table = listing()
-        pids = processes_to_stop(table, core=core, setup=setup, owners=owners,
-                                 program={pid: executable(pid) for pid in table})
+        program = {pid: executable(pid) for pid in table}
+        pids = [pid for pid in processes_to_end(table, core=core, setup=setup, owners=owners, program=program)
+                if pid not in ended]
         if not pids:
-            return stopped
-        stopped += stop(pids)
+            return ended
+        held = held_not_killed(table, pids, window_apps(table, owners=owners, program=program))
+        ended += end([pid for pid in pids if pid not in held]) + end(sorted(held), signal.SIGSTOP)
         if time.monotonic() > deadline:
-            return stopped
+            return ended
         time.sleep(0.01)

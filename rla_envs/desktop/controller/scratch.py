@@ -22,7 +22,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ScratchDirs", "SCRATCH_DIRS", "Cleared", "KEPT_FILE_BYTES", "EntryState", "remember", "put_back"]
+__all__ = ["ScratchDirs", "SCRATCH_DIRS", "Cleared", "KEPT_FILE_BYTES", "EntryState", "remember", "put_back",
+           "open_up", "remove_entry"]
 
 SCRATCH_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock", "/run/user")
 """Folders any user may write in on Debian (those that exist in a session; the runtime dir is added to them)."""
@@ -46,10 +47,12 @@ class EntryState:
 
 @dataclass
 class Cleared:
-    """What :meth:`ScratchDirs.clear` did: the entries it removed and the kept ones it found gone."""
+    """What :meth:`ScratchDirs.clear` did: the entries it removed, the kept ones it found gone, and the new ones it
+    could not remove (either of the last two makes the reset ask for a fresh session)."""
 
     removed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
 
 
 def _kind(mode: int) -> str:
@@ -78,10 +81,27 @@ def _link(path: str) -> str | None:
         return None
 
 
-def _remove(path: str, is_dir: bool) -> bool:
-    """Remove ``path`` (a tree when ``is_dir``); False when it cannot go (a mount point, read-only)."""
+def open_up(folder: str) -> None:
+    """Give ``folder``'s owner read, write and search on it (best effort), so that what is inside can be listed
+    and removed: the agent's code can ``chmod 555`` a folder it owns to keep a planted file past a reset. The
+    caller puts the kept mode back afterwards (:func:`put_back`)."""
+    try:
+        mode = stat.S_IMODE(os.lstat(folder).st_mode)
+        if mode & 0o700 != 0o700:
+            os.chmod(folder, mode | 0o700)
+    except OSError:  # not ours (then not the agent's either) or read-only
+        pass
+
+
+def remove_entry(path: str, is_dir: bool) -> bool:
+    """Remove ``path`` (a tree when ``is_dir``, its folders opened up first); False when it cannot go (a mount
+    point, read-only)."""
     try:
         if is_dir:
+            open_up(path)
+            for folder, subfolders, _ in os.walk(path):  # top-down: a folder is opened up before it is listed
+                for name in subfolders:
+                    open_up(os.path.join(folder, name))
             shutil.rmtree(path)
         else:
             os.unlink(path)
@@ -188,6 +208,7 @@ class ScratchDirs:
 
     def _restore(self, folder: str, cleared: Cleared) -> None:
         expected = self._inventory.get(folder, {})
+        open_up(folder)  # its kept mode comes back after (put_back)
         try:
             listing = list(os.scandir(folder))
         except OSError:
@@ -203,8 +224,10 @@ class ScratchDirs:
             if kept is not None and kind == "link" and _link(entry.path) != kept.link:
                 kept = None  # the agent pointed a kept link elsewhere: it goes (and is reported missing)
             if kept is None or kept.kind != kind:
-                if _remove(entry.path, is_dir):
+                if remove_entry(entry.path, is_dir):
                     cleared.removed.append(entry.path)
+                else:
+                    cleared.left.append(entry.path)
                 continue
             seen.add(entry.name)
             if kept.sealed:

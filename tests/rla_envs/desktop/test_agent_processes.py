@@ -57,11 +57,34 @@ LEAVE_A_WRITER = (
     "subprocess.Popen(['setsid', 'nohup', 'sh', '-c', 'sleep 1.5; while true; do echo solved > " + ANSWER +
     "; sleep 0.1; done'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
 
+# The same writer, woken by a POSIX timer it armed to send itself SIGCONT every 0.2 s: a SIGSTOP would not hold it.
+WAKING_WRITER = (
+    "import ctypes, signal, time\n"
+    "signal.signal(signal.SIGCONT, lambda *_: None)\n"
+    "class Event(ctypes.Structure):\n"
+    "    _fields_ = [('value', ctypes.c_void_p), ('signo', ctypes.c_int), ('notify', ctypes.c_int),\n"
+    "                ('pad', ctypes.c_byte * 48)]\n"
+    "class Spec(ctypes.Structure):\n"
+    "    _fields_ = [('interval', ctypes.c_long * 2), ('value', ctypes.c_long * 2)]\n"
+    "libc, timer = ctypes.CDLL(None), ctypes.c_void_p()\n"
+    "assert libc.timer_create(1, ctypes.byref(Event(signo=signal.SIGCONT, notify=0)), ctypes.byref(timer)) == 0\n"
+    "every = (ctypes.c_long * 2)(0, 200_000_000)\n"
+    "assert libc.timer_settime(timer, 0, ctypes.byref(Spec(every, every)), None) == 0\n"
+    "time.sleep(1.5)\n"
+    "while True:\n"
+    "    open(" + repr(ANSWER) + ", 'w').write('solved\\n')\n"
+    "    time.sleep(0.1)\n")
+LEAVE_A_WAKING_WRITER = (
+    "import subprocess\n"
+    f"subprocess.Popen(['setsid', 'nohup', '/usr/bin/python3', '-c', {WAKING_WRITER!r}], stdin=subprocess.DEVNULL, "
+    "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
+
 
 @desktop
-def test_a_process_the_agent_left_writing_the_answer_after_done_does_not_change_the_score(env):
+@pytest.mark.parametrize("leave", [LEAVE_A_WRITER, LEAVE_A_WAKING_WRITER], ids=["writer", "self-waking-writer"])
+def test_a_process_the_agent_left_writing_the_answer_after_done_does_not_change_the_score(env, leave):
     task = _task(postconfig=[{"type": "sleep", "parameters": {"seconds": 3}}])
-    info = _play(env, task, [LEAVE_A_WRITER, "DONE"])
+    info = _play(env, task, [leave, "DONE"])
     assert info["evaluation_error"] is None, info
     assert info["score"] == 0.0, "a leftover process wrote the answer while the episode was scored"
     # and a real solution still scores 1
@@ -69,7 +92,7 @@ def test_a_process_the_agent_left_writing_the_answer_after_done_does_not_change_
 
 
 # A module the agent leaves in the home, named like the one OSWorld's postconfig imports (it runs `python -c
-# "import pyautogui; ..."` from the home directory, after the agent's processes were stopped).
+# "import pyautogui; ..."` from the home directory, after the agent's processes were ended).
 PLANT_A_MODULE = (f"open('/home/user/pyautogui.py', 'w').write(\"open({ANSWER!r}, 'w').write('solved\\\\n')\\n\")")
 
 
@@ -123,17 +146,20 @@ def _leave_processes(client) -> None:
 
 
 @desktop
-def test_before_scoring_apps_with_a_window_keep_running_and_the_agents_other_processes_stop(local_provider):
+def test_before_scoring_apps_with_a_window_keep_running_and_the_agents_other_processes_end(local_provider):
     client = local_provider.start()
     local_provider.reset()
     _leave_processes(client)
 
     reply = client.stop_agent_processes()
 
-    states = _marked(client)
-    for args, state in states.items():
-        assert (state == "T") == (not args.startswith("xterm")), (args, state)
-    assert len(reply["stopped"]) >= 2 and reply["window_owners"], reply
+    # the windowless ones are killed (zombies for a moment, until the controller reaps them); the terminal's own
+    # shell is stopped, not killed (its window would close)
+    assert wait_until(lambda: {args: state for args, state in _marked(client).items() if state != "Z"}
+                      == {"xterm -T rla-marker-window": "S"}), _marked(client)
+    shells = client.execute(["ps", "-o", "stat=,comm=", "--ppid", str(reply["window_owners"][0])])["output"].split()
+    assert shells[0].startswith("T") and shells[1] == "bash", shells
+    assert len(reply["stopped"]) >= 3 and reply["window_owners"], reply
     assert "rla-marker-window" in client.execute(["wmctrl", "-l"])["output"]  # the app still answers
     # the action worker (and the agent's thread in it) is gone; the next action gets a fresh one
     assert client.run_pyautogui("pyautogui.moveTo(3, 3)")["status"] == "success"

@@ -1,8 +1,8 @@
-"""Which processes are stopped before an episode is scored (controller/quiesce.py), on process tables made by hand."""
+"""Which processes are ended before an episode is scored (controller/quiesce.py), on process tables made by hand."""
 
 from __future__ import annotations
 
-from rla_envs.desktop.controller.quiesce import processes_to_stop
+from rla_envs.desktop.controller.quiesce import held_not_killed, processes_to_end, window_apps
 from rla_envs.desktop.osworld.session_probe import isolated_python
 
 # pid -> (ppid, state, start time); the controller is pid 2
@@ -18,7 +18,7 @@ TABLE = {
     40: (2, "S", 70),    # the agent's nohup loop
     41: (40, "R", 71),   # its cp
     42: (2, "Z", 72),    # a zombie
-    43: (2, "T", 73),    # stopped already
+    43: (2, "T", 73),    # stopped already (a stopped process wakes on SIGCONT)
 }
 PROGRAM = {4: "/usr/bin/Xvfb", 20: "/usr/bin/socat", 21: "/usr/bin/socat", 30: "/usr/lib/chromium/chromium",
            31: "/usr/lib/chromium/chromium", 32: "/usr/lib/chromium/chromium",
@@ -27,23 +27,30 @@ PROGRAM = {4: "/usr/bin/Xvfb", 20: "/usr/bin/socat", 21: "/usr/bin/socat", 30: "
 
 
 def test_windows_owners_their_same_program_descendants_the_core_and_the_setup_stay():
-    stopped = processes_to_stop(TABLE, core={(4, 10)}, setup={(20, 50)}, owners={30}, program=PROGRAM)
-    # (33, 34: crashpad and what it started; 21: forked during the episode; 40, 41: the agent's loop)
-    assert stopped == [21, 33, 34, 40, 41]
+    ended = processes_to_end(TABLE, core={(4, 10)}, setup={(20, 50)}, owners={30}, program=PROGRAM)
+    # (33, 34: crashpad and what it started; 21: forked during the episode; 40, 41: the agent's loop; 43: stopped)
+    assert ended == [21, 33, 34, 40, 41, 43]
 
 
-def test_without_windows_everything_the_episode_started_stops():
-    assert processes_to_stop(TABLE, core={(4, 10)}, setup=set(), owners=set(), program=PROGRAM) == \
-        [20, 21, 30, 31, 32, 33, 34, 40, 41]
+def test_without_windows_everything_the_episode_started_ends():
+    assert processes_to_end(TABLE, core={(4, 10)}, setup=set(), owners=set(), program=PROGRAM) == \
+        [20, 21, 30, 31, 32, 33, 34, 40, 41, 43]
+
+
+def test_a_window_apps_own_child_is_held_and_its_descendants_are_killed():
+    table = {**TABLE, 35: (30, "S", 65), 36: (35, "S", 66)}  # a shell chromium started, and what the shell started
+    program = {**PROGRAM, 35: "/usr/bin/bash", 36: "/usr/bin/python3"}
+    ended = processes_to_end(table, core={(4, 10)}, setup={(20, 50)}, owners={30}, program=program)
+    assert held_not_killed(table, ended, window_apps(table, owners={30}, program=program)) == {33, 35}
 
 
 def test_a_pid_reused_after_the_setup_is_not_taken_for_the_setups_process():
     # pid 20 now belongs to a process started later (another start time): it is the episode's
-    assert 20 in processes_to_stop(TABLE, core=set(), setup={(20, 49)}, owners=set(), program=PROGRAM)
+    assert 20 in processes_to_end(TABLE, core=set(), setup={(20, 49)}, owners=set(), program=PROGRAM)
 
 
 def test_an_owner_outside_the_table_changes_nothing():
-    assert processes_to_stop({40: (2, "S", 70)}, core=set(), setup=set(), owners={999}, program={40: "/bin/sh"}) == [40]
+    assert processes_to_end({40: (2, "S", 70)}, core=set(), setup=set(), owners={999}, program={40: "/bin/sh"}) == [40]
 
 
 def test_python_dash_c_steps_run_isolated_and_nothing_else_changes():
