@@ -50,6 +50,8 @@ class PolicySource:
         env_options: the env options of the run's held-out evaluation (``env.options`` + ``env.eval_options``
             + ``max_steps``).
         verdict_mode: the run's ``reward_model.verdict_mode`` (None: not recorded).
+        label_rule: the run's ``reward_model.label_rule``, the step labels its judge is measured against (None: not
+            recorded).
         reward_model: the checkpoint's ``reward_model/`` directory when it has one.
         run_config: the run's :class:`~rla_train.config.TrainConfig` (None: no ``config.yaml`` beside it).
     """
@@ -62,6 +64,7 @@ class PolicySource:
     agent_options: dict[str, Any] = field(default_factory=dict)
     env_options: dict[str, Any] = field(default_factory=dict)
     verdict_mode: str | None = None
+    label_rule: str | None = None
     reward_model: str | None = None
     run_config: Any | None = None
 
@@ -92,7 +95,7 @@ def _run_settings(config) -> dict[str, Any]:
 
     return {"action_mode": config.policy.action_mode, "agent_options": agent_options(config),
             "env_options": dict(heldout_plan(config).env.kwargs), "verdict_mode": config.reward_model.verdict_mode,
-            "run_config": config}
+            "label_rule": config.reward_model.label_rule, "run_config": config}
 
 
 def _latest(run_dir: Path) -> Path:

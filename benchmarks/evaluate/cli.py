@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.evaluate.settings import DEFAULT_SPLIT
+from rla_envs.core.labels import LABEL_RULES
 from rla_envs.core.registry import family_spec
 
 __all__ = ["build_parser", "main", "default_splits"]
@@ -91,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--judge-mode", choices=["text", "choice"], default=None,
                         help="how the reward model answers (default: the run's reward_model.verdict_mode, else text)")
     parser.add_argument("--judgments", type=int, default=3, help="judgments per step (m)")
+    parser.add_argument("--label-rule", choices=LABEL_RULES, default=None,
+                        help="the step labels the judge's votes are scored against (default: the run's "
+                             "reward_model.label_rule, else progress)")
     parser.add_argument("--judge-max-new-tokens", type=int, default=128, help="reward-model tokens per judgment")
     parser.add_argument("--samples", type=int, default=0,
                         help="code: sampled programs per task for pass@k (k = this; 0 = greedy pass@1 only)")
@@ -150,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                              **parse_options(args.env_option, "--env-option")},
                                 num_envs=args.num_envs, workers=args.workers, max_new_tokens=args.max_new_tokens,
                                 temperature=args.temperature, reward_model=args.reward_model,
-                                judge_mode=args.judge_mode, judgments=args.judgments,
+                                judge_mode=args.judge_mode, judgments=args.judgments, label_rule=args.label_rule,
                                 judge_max_new_tokens=args.judge_max_new_tokens, samples=args.samples,
                                 samples_temperature=args.samples_temperature, tests_per_answer=args.tests_per_answer,
                                 test_samples=args.test_samples, progress=not args.no_progress)

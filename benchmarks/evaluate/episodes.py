@@ -36,11 +36,13 @@ def _record(episode, index: int, labels: list | None) -> dict[str, Any]:
 
 
 def play_episodes(engine, tasks: Sequence[Task], path: Path, *, group_size: int = 1, judge=None, desc: str = "",
-          one_pass: bool = False) -> list[dict]:
+          one_pass: bool = False, label_rule: str | None = None) -> list[dict]:
     """Play ``group_size`` episodes of every task not yet in ``path``, one engine batch at a time; all records.
 
     ``one_pass``: one episode of every task in one engine pass (:func:`rla_train.cotrainer.play_setup.play_heldout`, the
-    trainer's evaluation), written when it ends: a file holding only some of them is refused.
+    trainer's evaluation), written when it ends: a file holding only some of them is refused. ``label_rule``: the
+    step labels the judge's votes are recorded beside (:data:`rla_envs.core.labels.LABEL_RULES`; None: the family's
+    own default).
     """
     records = read_records(path)
     if len(records) % group_size:
@@ -56,7 +58,7 @@ def play_episodes(engine, tasks: Sequence[Task], path: Path, *, group_size: int 
         if done not in (0, len(tasks)):
             raise ValueError(f"{path} holds {done} of {len(tasks)} episodes, but a sampled evaluation plays all in one "
                              "pass; remove it to restart")
-        return records or _play_all(engine, tasks, path, judge=judge, desc=desc)
+        return records or _play_all(engine, tasks, path, judge=judge, desc=desc, label_rule=label_rule)
     chunk = max(1, engine.num_envs // group_size)
     sampling = engine.sampling
     with tqdm(total=len(tasks), initial=done, desc=desc, unit="task", disable=not engine.progress) as bar:
@@ -68,7 +70,7 @@ def play_episodes(engine, tasks: Sequence[Task], path: Path, *, group_size: int 
             labels = [None] * len(episodes)
             if judge is not None:
                 judge.judge(None, episodes)
-                labels = [_labels(e) for e in episodes]
+                labels = [_labels(e, label_rule) for e in episodes]
             new = [_record(e, first * group_size + k, labels[k]) for k, e in enumerate(episodes)]
             append_records(path, new)
             records.extend(new)
@@ -77,20 +79,21 @@ def play_episodes(engine, tasks: Sequence[Task], path: Path, *, group_size: int 
     return records
 
 
-def _play_all(engine, tasks: Sequence[Task], path: Path, *, judge=None, desc: str = "") -> list[dict]:
+def _play_all(engine, tasks: Sequence[Task], path: Path, *, judge=None, desc: str = "",
+              label_rule: str | None = None) -> list[dict]:
     """One episode of every task in one pass, as the trainer evaluates; their records, appended to ``path``."""
     episodes = play_heldout(engine, tasks, desc=desc)
     labels = [None] * len(episodes)
     if judge is not None:
         judge.judge(None, episodes)
-        labels = [_labels(e) for e in episodes]
+        labels = [_labels(e, label_rule) for e in episodes]
     records = [_record(e, k, labels[k]) for k, e in enumerate(episodes)]
     append_records(path, records)
     return records
 
 
-def _labels(episode) -> list | None:
-    """Expert step labels of an episode (None for families without them, or an episode that failed)."""
+def _labels(episode, rule: str | None) -> list | None:
+    """Expert step labels of an episode under ``rule`` (None for families without them, or an episode that failed)."""
     if episode.error is not None or episode.task is None or not has_step_labels(episode.task.family):
         return None
-    return step_labels(episode.task, [str(a) for a in episode.actions])
+    return step_labels(episode.task, [str(a) for a in episode.actions], **({} if rule is None else {"rule": rule}))

@@ -34,6 +34,7 @@ from benchmarks.evaluate.unit_tests import unit_test_metrics
 from rla_envs.core.registry import family_spec
 from rla_envs.core.task import Task
 from rla_train.backends.base import SamplingParams
+from rla_train.config.sections import RewardModelConfig
 from rla_train.cotrainer.play_setup import heldout_engine
 
 __all__ = ["evaluate_policy"]
@@ -51,7 +52,8 @@ def evaluate_policy(source, tasks: Sequence[Task], settings: EvalSettings, *, sp
     stem = f"{source.name}-{file_part(split)}"
     with heldout_engine(plan, agent, backend, progress=settings.progress) as engine:
         records = play_episodes(engine, tasks, out / f"episodes-{stem}.jsonl", judge=judge, desc=f"{source.name} {split}",
-                        one_pass=not plan.sampling.greedy)
+                        one_pass=not plan.sampling.greedy,
+                        label_rule=settings.label_rule or source.label_rule or RewardModelConfig.label_rule)
         result = summarize(records)
         if settings.samples and source.kind == "model":
             engine.sampling = SamplingParams(max_new_tokens=plan.sampling.max_new_tokens,

@@ -46,6 +46,7 @@ class EvalSettings:
     reward_model: str | None = None
     judge_mode: str | None = None              # "choice" | "text"; None: the run's verdict_mode, else text
     judgments: int = 3
+    label_rule: str | None = None              # the step labels votes are scored against; None: the run's, else progress
     judge_temperature: float = 1.0
     judge_max_new_tokens: int = 128
     samples: int = 0                           # code: sampled programs per task for pass@k (0 = off)
