@@ -200,8 +200,8 @@ def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list
     trained exactly as they were sampled. ``objective`` (:data:`~rla_train.signals.rewards.RM_OBJECTIVES`):
     ``paper``, the consistency reward with R_i under ``spec`` (its outcome encoding and λ); ``balanced``, the same
     scaled by :func:`~rla_train.signals.rewards.outcome_balance_weights` over the kept episodes; ``labelled``,
-    agreement with ``labels[id(episode)]`` (the family's step labels; an episode without labels gives no data).
-    Counts: ``groups_filtered``, ``judgments`` and ``zero_reward_judgments`` (samples the trainer will drop: all of
+    agreement with ``labels[id(episode)]`` (the family's step labels; an episode without labels gives no data),
+    on every group: the ``[low, high]`` success-rate filter exists for the outcome-based objectives. Counts: ``groups_filtered``, ``judgments`` and ``zero_reward_judgments`` (samples the trainer will drop: all of
     a step's judgments agreed in value, or the step was judged once).
     """
     if objective not in RM_OBJECTIVES:
@@ -214,7 +214,8 @@ def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list
     kept = []
     for group_index, group in enumerate(groups):
         episodes = _usable(group)
-        if not episodes or not reward_model_task_filter(group_success_rate(episodes), low, high):
+        if not episodes or (objective != "labelled"  # labels need no spread of outcomes in the group
+                            and not reward_model_task_filter(group_success_rate(episodes), low, high)):
             stats["groups_filtered"] += 1
             continue
         kept += [(group_index, episode) for episode in episodes]

@@ -197,6 +197,12 @@ def test_reward_model_objectives_balanced_and_labelled():
     assert [s.advantage for s in labelled] == pytest.approx([-1.41421, 0.70711, 0.70711, 1.41421, -0.70711, -0.70711],
                                                             abs=1e-4)
     assert stats["judgments"] == 6
+    # a group all lost (success rate 0, outside [0.2, 0.8]) trains the labelled judge; the outcome objectives skip it
+    all_lost = [[lost1, lost2]]
+    assert reward_model_samples(all_lost, generations, RewardSpec())[1]["groups_filtered"] == 1
+    kept, stats = reward_model_samples(all_lost, generations, RewardSpec(), objective="labelled", labels=labels)
+    assert stats["groups_filtered"] == 0 and [s.advantage for s in kept] == pytest.approx([1.41421, -0.70711, -0.70711],
+                                                                                          abs=1e-4)
     with pytest.raises(ValueError, match="needs labels"):
         reward_model_samples([[won]], generations, RewardSpec(), objective="labelled")
     with pytest.raises(ValueError, match="objective must be one of"):
