@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Variant", "parse_variant", "measure_seed", "main"]
+__all__ = ["Variant", "parse_variant", "aligned", "measure_seed", "format_table", "main"]
 
 DEFAULT_VARIANTS = ("144/300", "144/1000", "432/1000", "432/1000/large")
 """The warm start as the CPU default runs it, more steps, three times the episodes, and a larger judge."""
@@ -69,10 +69,35 @@ def _balanced(votes: list[list[int]], labels: list[bool | None]) -> dict[str, fl
             "verdict_balanced_accuracy": verdict_balanced_accuracy(votes, labels)}
 
 
+def _accuracy(value: float | None) -> str:
+    """A balanced accuracy as printed (n/a when a class was missing)."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def aligned(judged: Sequence, labels: Sequence[Sequence[bool | None]]) -> tuple[list[list[int]], list[bool | None]]:
+    """Each judged step's votes beside its label, over the steps an episode has both for.
+
+    >>> from types import SimpleNamespace as Episode
+    >>> aligned([Episode(judgments=[[1], [-1], [1]]), Episode(judgments=[[1]])], [[True, False], [None, True]])
+    ([[1], [-1], [1]], [True, False, None])
+    """
+    votes, flat = [], []
+    for episode, episode_labels in zip(judged, labels):
+        count = min(len(episode.judgments), len(episode_labels))
+        votes += [list(step) for step in episode.judgments[:count]]
+        flat += list(episode_labels[:count])
+    return votes, flat
+
+
 def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, tasks: int = 6,
-                 label_rule: str = "no_regress", log=print) -> dict[str, Any]:
-    """Every variant's accuracy on the seed's policy's first-step rollouts (see the module docstring)."""
+                 label_rule: str | None = None, log=print) -> dict[str, Any]:
+    """Every variant's accuracy on the seed's policy's first-step rollouts (see the module docstring);
+    ``label_rule`` None: the co-trainer's default (``reward_model.label_rule``)."""
     import torch
+
+    from rla_train.config.sections import RewardModelConfig
+
+    label_rule = label_rule or RewardModelConfig.label_rule
 
     from rla_train.config import load_config
     from rla_train.cotrainer.components import build_components
@@ -117,15 +142,13 @@ def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, ta
                 judge = RewardModel(VerdictChoiceBackend(ChoiceBackend(TransformersBackend(model, tokenizer))),
                                     judgments_per_step=rm.judgments_per_step, prompt_style=rm.prompt_style)
                 warm_start_reward_model(judge, dataset, steps=variant.steps, lr=rm.warm_start_learning_rate, seed=seed)
-                judged = [e for e, episode_labels in zip(episodes, labels) if episode_labels]
-                judge.judge(None, judged)
-                votes = [list(step) for e in judged for step in e.judgments]
-                flat_labels = [label for e, episode_labels in zip(episodes, labels) if episode_labels
-                               for label in episode_labels[:len(e.judgments)]]
+                judged = [(e, episode_labels) for e, episode_labels in zip(episodes, labels) if episode_labels]
+                judge.judge(None, [e for e, _ in judged])
+                votes, flat_labels = aligned([e for e, _ in judged], [episode_labels for _, episode_labels in judged])
                 results[variant.name] = {**_balanced(votes, flat_labels), "warm_start_rows": len(dataset),
                                          "warm_start_counts": counts, "seconds": round(time.perf_counter() - started, 1)}
-                log(f"seed {seed} {variant.name}: vote {results[variant.name]['vote_balanced_accuracy']:.3f}, "
-                    f"verdict {results[variant.name]['verdict_balanced_accuracy']:.3f} "
+                log(f"seed {seed} {variant.name}: vote {_accuracy(results[variant.name]['vote_balanced_accuracy'])}, "
+                    f"verdict {_accuracy(results[variant.name]['verdict_balanced_accuracy'])} "
                     f"({results[variant.name]['seconds']} s)")
         finally:
             parts.close()
@@ -148,7 +171,7 @@ def format_table(per_seed: Sequence[dict[str, Any]]) -> str:
                 passed = False
                 continue
             vote, verdict = value["vote_balanced_accuracy"], value["verdict_balanced_accuracy"]
-            cells.append(f"{vote:.3f} (majority {verdict:.3f})")
+            cells.append(f"{_accuracy(vote)} (majority {_accuracy(verdict)})")
             passed = passed and vote is not None and vote >= GATE
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {'yes' if passed else 'no'} |")
     steps = ", ".join(f"seed {r['seed']}: {r['labelled_steps']} steps ({r['bad_steps']} bad)" for r in per_seed)
@@ -163,8 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variants", nargs="+", type=parse_variant, default=[parse_variant(v) for v in DEFAULT_VARIANTS])
     parser.add_argument("--tasks", type=int, default=6, help="training tasks played (x 8 rollouts; default 6)")
-    parser.add_argument("--label-rule", default="no_regress", choices=("no_regress", "progress"),
-                        help="what a good step is (rla_envs.core.labels.LABEL_RULES; default no_regress)")
+    parser.add_argument("--label-rule", default=None, choices=("no_regress", "progress"),
+                        help="what a good step is (rla_envs.core.labels.LABEL_RULES; default: the co-trainer's "
+                             "reward_model.label_rule, progress)")
     parser.add_argument("--out", type=Path, default=Path("runs/gate-c"))
     parser.add_argument("--report-only", action="store_true", help="print the table of the seeds already in --out")
     args = parser.parse_args(argv)

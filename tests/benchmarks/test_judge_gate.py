@@ -28,3 +28,20 @@ def test_the_table_passes_a_variant_only_when_every_seed_reaches_the_gate():
     rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines() if line.startswith("| 144")}
     assert rows["144/300"].endswith("| no |") and rows["144/1000"].endswith("| yes |")   # 0.79 < 0.80 on seed 0
     assert "0.850 (majority 0.860)" in rows["144/1000"]
+
+
+def test_a_variant_with_a_class_missing_is_not_a_pass_and_does_not_crash_the_table():
+    result = {"seed": 0, "labelled_steps": 5, "bad_steps": 0,
+              "variants": {"144/300": {"vote_balanced_accuracy": None, "verdict_balanced_accuracy": None}}}
+    row = next(line for line in format_table([result]).splitlines() if line.startswith("| 144/300"))
+    assert "n/a (majority n/a)" in row and row.endswith("| no |")
+
+
+def test_votes_and_labels_pair_step_by_step_when_an_episode_has_fewer_labels_than_judged_steps():
+    from types import SimpleNamespace
+
+    from benchmarks.ablation.judge_gate import aligned
+
+    episodes = [SimpleNamespace(judgments=[[1, 1], [-1, 1], [1, -1]]), SimpleNamespace(judgments=[[-1, -1]])]
+    votes, labels = aligned(episodes, [[True, False], [False, True]])
+    assert votes == [[1, 1], [-1, 1], [-1, -1]] and labels == [True, False, False]
