@@ -240,7 +240,8 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
                                              temperature=config.reward_model.temperature, bf16=config.scale.bf16),
                                    total_steps=max(1, config.train.steps * config.reward_model.updates_per_step),
                                    mini_batches=config.reward_model.mini_batches,
-                                   choice_logprob=config.reward_model.verdict_mode == "choice")
+                                   choice_logprob=config.reward_model.verdict_mode == "choice",
+                                   sampled_by_these_weights=rm_model is not policy_model)
     return Components(policy_model, policy_tokenizer, policy_backend, eval_backend, reward_model, rm_model, rm_tokenizer,
                       agent, engine, eval_engine, eval_tasks, feeder, policy_trainer, rm_trainer, probe_engine,
                       probe_tasks, _rm_probe(config, progress))

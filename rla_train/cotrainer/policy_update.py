@@ -141,10 +141,14 @@ class SampleTrainer(GRPOTrainer):
             ``per_device_train_batch_size`` = micro-batch size, ``max_grad_norm``, ...).
         total_steps: updates planned (the learning-rate schedule spans ``total_steps * num_iterations``
             optimizer steps).
+        sampled_by_these_weights: whether the samples' ``choice_logprobs`` come from the model's weights as they
+            are when this trainer updates it, so that they can serve as the ratio's old policy; False when another
+            trainer changes the same model in between (``reward_model.model=same-as-policy``: the judge votes before
+            the policy's update), and then the states are scored again.
     """
 
     def __init__(self, model, tokenizer, args, *, total_steps: int, choice_logprob: bool = False,
-                 mini_batches: int = 1, kl_reference: str = "initial"):
+                 mini_batches: int = 1, kl_reference: str = "initial", sampled_by_these_weights: bool = True):
         if total_steps < 1:
             raise ValueError(f"total_steps must be >= 1, got {total_steps}")
         if type(mini_batches) is not int or mini_batches < 1:
@@ -173,6 +177,7 @@ class SampleTrainer(GRPOTrainer):
         self.model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)
         self.model_wrapped = self.model
         self.choice_logprob = bool(choice_logprob)
+        self.sampled_by_these_weights = bool(sampled_by_these_weights)
         self.choice_shift_rows = CHOICE_SHIFT_ROWS  # rows scored after an update for its choice-shift metrics
         self._choice_rows = None  # the current micro-batch's (prompt ids, candidate ids, chosen index)
         self._last_choice_log_probs: list[list[float]] = []  # its rows' choice distributions (log), last computed
@@ -443,7 +448,7 @@ class SampleTrainer(GRPOTrainer):
         batch["choice_rows"] = rows
         behaviour = [_behaviour(sample, len(alternatives), chosen) for sample, (_, alternatives, chosen)
                      in zip(samples, rows)]
-        if samples and all(b is not None for b in behaviour):
+        if self.sampled_by_these_weights and samples and all(b is not None for b in behaviour):
             batch[CHOICE_BEFORE] = [list(map(float, sample.choice_logprobs)) for sample in samples]
             batch[BEHAVIOUR_LOGPS] = torch.tensor([[b] for b in behaviour], dtype=torch.float32,
                                                   device=self.accelerator.device)

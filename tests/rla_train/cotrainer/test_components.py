@@ -74,3 +74,21 @@ def test_trl_args_pass_grpo_config_fields_the_config_does_not_name(tmp_path):
     assert (args.logging_first_step, args.shuffle_dataset, args.learning_rate) == (True, False, 1e-3)
     with pytest.raises(ConfigError, match=r"reward_model.trl_args.learning_rate: the config sets learning_rate itself"):
         grpo_args(config.reward_model, config.optimizer_for("reward_model"), tmp_path, seed=0, temperature=1.0)
+
+
+def test_a_judge_sharing_the_policys_model_is_trained_against_states_scored_again(tmp_path):
+    from rla_train.config import load_config
+    from rla_train.cotrainer.components import build_components
+
+    for model, trusted in (("same-as-policy", False), ("tiny", True)):
+        config = load_config(None, [f"reward_model.model={model}", "reward_model.warm_start_steps=0",
+                                    "reward_model.probe_episodes=0", "train.probe_episodes=0",
+                                    "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0",
+                                    "env.eval_options.n_per_type=1", "env.train_options.n_per_type=1",
+                                    f"output.dir={tmp_path / model}"], check_hardware=False)
+        parts = build_components(config, tmp_path / model, progress=False)
+        try:
+            assert parts.rm_trainer.sampled_by_these_weights is trusted
+            assert parts.policy_trainer.sampled_by_these_weights  # the policy samples and updates in that order
+        finally:
+            parts.close()

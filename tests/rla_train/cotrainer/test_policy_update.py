@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import inspect
@@ -199,20 +200,22 @@ def _choice_trainer(tiny_model_path, tmp_path, **options):
                          choice_logprob=True), tokenizer
 
 
-def test_the_samplers_choice_distributions_stand_in_for_scoring_the_states_before_the_update(tiny_model_path, tmp_path):
+def _played(trainer, tokenizer) -> list[Sample]:
+    """What a choice policy's rollout records: choices with their distributions, under ``trainer``'s weights."""
     from rla_train.backends.choice import ChoiceBackend
     from rla_train.backends.hf import TransformersBackend
 
-    def played(trainer, tokenizer):  # what a choice policy's rollout records: choices with their distributions
-        backend = ChoiceBackend(TransformersBackend(trainer.model, tokenizer), temperature=1.0)
-        chats = [[{"role": "user", "content": text, "admissible_actions": ["go to fridge 1", "look", "open drawer 1"]}]
-                 for text in ("where now?", "You see a fridge.", "where now?")]
-        generations = backend.generate(chats, n=2)
-        return [Sample(g.prompt_ids, s.token_ids, advantage, alternatives=s.alternatives,
-                       choice_logprobs=s.choice_logprobs)
-                for g, advantages in zip(generations, ((1.0, -1.0), (0.5, -0.5), (-1.0, 1.0)))
-                for s, advantage in zip(g.samples, advantages)]
+    backend = ChoiceBackend(TransformersBackend(trainer.model, tokenizer), temperature=1.0)
+    chats = [[{"role": "user", "content": text, "admissible_actions": ["go to fridge 1", "look", "open drawer 1"]}]
+             for text in ("where now?", "You see a fridge.", "where now?")]
+    generations = backend.generate(chats, n=2)
+    return [Sample(g.prompt_ids, s.token_ids, advantage, alternatives=s.alternatives, choice_logprobs=s.choice_logprobs)
+            for g, advantages in zip(generations, ((1.0, -1.0), (0.5, -0.5), (-1.0, 1.0)))
+            for s, advantage in zip(g.samples, advantages)]
 
+
+def test_the_samplers_choice_distributions_stand_in_for_scoring_the_states_before_the_update(tiny_model_path, tmp_path):
+    played = _played
     runs = {}
     for name in ("sampler's", "scored again"):
         torch.manual_seed(0)
@@ -233,6 +236,24 @@ def test_the_samplers_choice_distributions_stand_in_for_scoring_the_states_befor
     # the old policy's pass before the update is skipped (2 training passes + 1 after, against 1 + 2 + 1)
     assert sum(passes) < sum(reference_passes) and len(passes) == len(reference_passes) - 2
     assert max(passes) <= 2
+
+
+def test_a_trainer_whose_model_changed_since_sampling_scores_the_states_again(tiny_model_path, tmp_path):
+    # reward_model.model=same-as-policy: the judge votes, then the policy's update changes the shared weights
+    runs = {}
+    for name, trust, stale in (("scored again", True, False), ("flagged", False, True), ("trusted stale", True, True)):
+        torch.manual_seed(0)
+        trainer, tokenizer = _choice_trainer(tiny_model_path, tmp_path / name, num_iterations=2)
+        trainer.sampled_by_these_weights = trust
+        samples = _played(trainer, tokenizer)
+        if stale:  # the distributions of other weights than the ones the update starts from
+            samples = [dataclasses.replace(s, choice_logprobs=[math.log(1 / 3)] * 3) for s in samples]
+        else:
+            samples = [dataclasses.replace(s, choice_logprobs=None) for s in samples]
+        trainer.update(samples)
+        runs[name] = torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
+    assert torch.allclose(runs["flagged"], runs["scored again"], atol=1e-6)
+    assert not torch.allclose(runs["trusted stale"], runs["scored again"], atol=1e-6)  # what the flag prevents
 
 
 def test_a_state_twice_in_a_micro_batch_is_scored_once_and_weighs_twice(tiny_model_path, tmp_path):
