@@ -97,12 +97,12 @@ BEHAVIOUR_LOGPS = "behaviour_logps"
 them (the samples' ``choice_logprobs``): the clipped ratio's old policy, without scoring the states again."""
 
 NOT_LOSS_INPUTS = ("choice_rows", "sampler_logprobs", PADDING, ROW_SCALE, CHOICE_BEFORE, BEHAVIOUR_LOGPS)
+"""Batch keys kept for SampleTrainer's own use and left out of what TRL's loss receives."""
 
 CHOICE_SHIFT_ROWS = 128
 """At most this many rows (whole micro-batches, evenly spaced) are scored again after an update for its choice-shift
 metrics (``choice_kl``, ``chosen_prob_change*``): an estimate over a sample of the update's states, one forward pass
 over ~128 rows instead of all of them."""
-"""Batch keys kept for SampleTrainer's own use and left out of what TRL's loss receives."""
 
 
 def unused_reward(prompts, completions, **kwargs) -> list[float]:
