@@ -134,6 +134,7 @@ def test_the_engine_refuses_ray_without_workers():
                       env_backend="ray", progress=False)
 
 
+@pytest.mark.timeout(1800)  # two co-training runs: past the suite's 600 s on 2 cores shared with 4 training runs
 def test_co_training_on_ray_env_workers_computes_what_it_computes_on_processes(cluster, alfworld_cache, tmp_path):
     """One co-training step (policy, judge, pool) with env.backend=ray: the same metrics as with env processes."""
     from rla_train.config import load_config
