@@ -30,15 +30,20 @@ class CommandError(ValueError):
     """A command payload that cannot be run (wrong type, empty)."""
 
 
-def _proc_stat(pid: int) -> tuple[int, str, int] | None:
-    """``(ppid, state, start time)`` of ``pid`` from /proc, or None when it is gone."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             data = handle.read().decode(errors="replace")
     except OSError:
         return None
-    fields = data[data.rfind(")") + 2:].split()
-    return int(fields[1]), fields[0], int(fields[19])
+    return data[data.rfind(")") + 2:].split()
+
+
+def _proc_stat(pid: int) -> tuple[int, str, int] | None:
+    """``(ppid, state, start time)`` of ``pid`` from /proc, or None when it is gone."""
+    fields = _stat_fields(pid)
+    return None if fields is None else (int(fields[1]), fields[0], int(fields[19]))
 
 
 PF_EXITING = 0x4  # the kernel's task flag for a process inside exit(): /proc/<pid>/stat's ninth field
@@ -51,14 +56,13 @@ def _dying(pid: int) -> bool:
     ``kill(pid, SIGKILL)`` returns before the target has run its exit; until it does, /proc still shows it
     running. Under load that window is long enough for a reset to take a killed core process for a live one.
     """
+    fields = _stat_fields(pid)
+    if fields is None or int(fields[6]) & PF_EXITING:
+        return True
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read().decode(errors="replace")
         with open(f"/proc/{pid}/status", "rb") as handle:
             status = handle.read().decode(errors="replace")
     except OSError:
-        return True
-    if int(stat[stat.rfind(")") + 2:].split()[6]) & PF_EXITING:
         return True
     pending = (line.split(":", 1)[1] for line in status.splitlines() if line.startswith(("SigPnd:", "ShdPnd:")))
     return any(int(mask, 16) & SIGKILL_BIT for mask in pending)
