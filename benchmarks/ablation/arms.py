@@ -7,7 +7,9 @@ probability 1 − a) calibrate the integrated reward: at a = 0.5 the votes carry
 match ``outcome_only`` within noise; at a = 0.8 it shows what an informative judge buys. Any accuracy can be named
 as ``oracle@A`` (gate B of the learning issue runs ``oracle@0.9`` and ``oracle@0.75``). ``control`` is
 ``outcome_only`` again from the same warm start with another training random stream (``train.training_stream=1``):
-its difference from ``outcome_only`` is run-to-run noise, the yardstick for every other difference.
+its difference from ``outcome_only`` is run-to-run noise, the yardstick for every other difference. ``gigpo`` is
+the step-credit baseline without a judge (verl-agent's GiGPO, ``train.mode=gigpo``): what a learned judge has to
+beat.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from rla_train.config.fields import MODES
 
 __all__ = ["Arm", "ARMS", "ORDERED", "DEFAULT_ARMS", "QUICK_ARMS", "get_arms", "oracle_arm"]
 
@@ -40,18 +44,23 @@ class Arm:
 
     @property
     def uses_judge(self) -> bool:
-        """Whether the policy's reward reads the judge's votes (every mode but outcome_only)."""
-        return self.mode != "outcome_only"
+        """Whether the policy's reward reads the judge's votes (every mode but outcome_only and gigpo)."""
+        return MODES[self.mode].reward_model
 
     @property
     def trains_judge(self) -> bool:
         """Whether the judge itself learns in this arm (the modes that train the reward model)."""
-        return self.mode in ("policy+reward", "policy+reward+env") and self.judge == "model"
+        return MODES[self.mode].train_reward_model and self.judge == "model"
 
     @property
     def adapts_env(self) -> bool:
         """Whether tasks are rewritten in this arm (the full method)."""
-        return self.mode == "policy+reward+env"
+        return MODES[self.mode].adapt_env
+
+    @property
+    def advantage(self) -> str:
+        """How the policy's advantages are formed: ``grpo``, or ``gigpo`` for the GiGPO arm."""
+        return MODES[self.mode].advantage
 
 
 ARMS: dict[str, Arm] = {arm.name: arm for arm in (
@@ -63,6 +72,7 @@ ARMS: dict[str, Arm] = {arm.name: arm for arm in (
     Arm("oracle@0.5", "policy", judge="noisy_oracle", oracle_accuracy=0.5),
     Arm("oracle@0.8", "policy", judge="noisy_oracle", oracle_accuracy=0.8),
     Arm("control", "outcome_only", training_stream=1),
+    Arm("gigpo", "gigpo"),
 )}
 """Every arm by name."""
 

@@ -154,6 +154,16 @@ class _Episode:
     def num_steps(self) -> int:
         return len(self.steps)
 
+    @property
+    def observations(self) -> list[str]:
+        """The state before each step and after the last, as GiGPO keys it: the step index and whether every step
+        so far was good (on track) or not (derailed: the episode can no longer be won)."""
+        return [f"{t}:{'on track' if all(self.labels[:t]) else 'derailed'}" for t in range(len(self.steps) + 1)]
+
+    @property
+    def infos(self) -> list[dict]:
+        return [{} for _ in range(len(self.steps) + 1)]
+
 
 @dataclass
 class _Vote:
@@ -290,7 +300,7 @@ def run_synthetic_arm(arm: Arm, seed: int, setup: SyntheticSetup = SyntheticSetu
                                                   zero_variance_repeats=2, snapshot_every=0,
                                                   seed=seed + 1_000_000 * arm.training_stream))
     spec = RewardSpec(use_outcome=arm.mode != "reward_only", use_judgments=arm.uses_judge,
-                      lam=setup.step_reward_weight)
+                      lam=setup.step_reward_weight, advantage=arm.advantage)
     family, curve, train_curve, since_adapt, accepted = SyntheticFamily(setup.skills), [], [], 0, 0
     probe = world.heldout["in_domain"][0][:50]            # the curve: exact success on 50 fixed in-domain tasks
     rewriter = MutatorRewriter(family)

@@ -21,12 +21,14 @@ class ConfigError(RlaError, ValueError):
 
 
 class Mode(NamedTuple):
-    """What a training mode uses: the outcome in the policy reward, a reward model, RM training, env adaptation."""
+    """What a training mode uses: the outcome in the policy reward, a reward model, RM training, env adaptation, and
+    how the policy's advantages are formed (``grpo`` or ``gigpo``: :data:`rla_train.signals.samples.ADVANTAGES`)."""
 
     outcome: bool
     reward_model: bool
     train_reward_model: bool
     adapt_env: bool
+    advantage: str = "grpo"
 
 
 MODES: dict[str, Mode] = {
@@ -35,11 +37,14 @@ MODES: dict[str, Mode] = {
     "policy+reward": Mode(outcome=True, reward_model=True, train_reward_model=True, adapt_env=False),
     "policy+reward+env": Mode(outcome=True, reward_model=True, train_reward_model=True, adapt_env=True),
     "reward_only": Mode(outcome=False, reward_model=True, train_reward_model=False, adapt_env=False),
+    "gigpo": Mode(outcome=True, reward_model=False, train_reward_model=False, adapt_env=False, advantage="gigpo"),
 }
 """RLAnything's ablation. ``outcome_only``: GRPO on O_τ; ``policy``: integrated reward R_i = O + (λ/m)ΣS with a
 frozen reward model; ``policy+reward``: the reward model trained too; ``policy+reward+env``: and tasks rewritten
 (the full method); ``reward_only``: the policy rewarded by the (frozen, e.g. already optimised) reward model's
-step votes alone, no outcome."""
+step votes alone, no outcome; ``gigpo``: no reward model, the outcome's credit spread over steps by GiGPO
+(verl-agent's step-level baseline: steps from the same state compared by their discounted returns,
+:mod:`rla_train.signals.gigpo`)."""
 
 SAME_AS_POLICY = "same-as-policy"
 TINY = "tiny"

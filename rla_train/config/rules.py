@@ -46,7 +46,7 @@ def check_sections(config: TrainConfig) -> None:
                           "reward_model.objective=paper or balanced")
     if mode.reward_model and rm.kind == "model" and rm.model is None:
         raise ConfigError(f"train.mode={name} needs a reward model, but reward_model.model is null; set it to a "
-                          f"model path, '{SAME_AS_POLICY}' or '{TINY}', or use train.mode=outcome_only")
+                          f"model path, '{SAME_AS_POLICY}' or '{TINY}', or use train.mode=outcome_only or gigpo")
     if mode.train_reward_model and rm.model != SAME_AS_POLICY and rm.backend != "transformers":
         raise ConfigError(f"train.mode={name} trains the reward model, which reward_model.backend={rm.backend} cannot "
                           "do in this version; use reward_model.backend=transformers, or train.mode=policy to keep "

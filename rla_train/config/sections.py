@@ -95,8 +95,18 @@ class PolicyConfig(Section):
                                 "(the RLAnything release: 4 PPO mini-batches per step)", ge=1)
     group_filter: str = setting("mixed", "which GRPO groups train the policy: mixed (0 < success < 1), alfworld_release "
                                 "(1/8 <= success <= 7/8, the ALFWorld release) or none (every group: all-fail groups then "
-                                "train through the judge alone, as the OSWorld release does)",
+                                "train through the judge alone, as the OSWorld release does); train.mode=gigpo trains "
+                                "every group",
                                 choices=("mixed", "alfworld_release", "none"))
+    gigpo_gamma: float = setting(0.95, "train.mode=gigpo: discount of the step-level returns G_t = gamma^(T-1-t) x won "
+                                 "(verl-agent's algorithm.gamma for ALFWorld)", ge=0, le=1)
+    gigpo_step_advantage_weight: float = setting(1.0, "train.mode=gigpo: weight of the step-level advantage added to the "
+                                                 "episode-level one (verl-agent's algorithm.gigpo.step_advantage_w; 0 = "
+                                                 "the episode level alone)", ge=0)
+    gigpo_mode: str = setting("mean_std_norm", "train.mode=gigpo: how both levels are normalised within their groups: "
+                              "mean_std_norm (centred and divided by the std: the episode level is then outcome_only's "
+                              "scale) or mean_norm (centred only); verl-agent's algorithm.gigpo.mode",
+                              choices=("mean_std_norm", "mean_norm"))
     kl_reference: str = setting("initial", "what beta's KL penalty is measured against: initial (the model before "
                                 "co-training, TRL's reference model) or pre_update (the policy before this step's updates, "
                                 "k3, as the RLAnything release does)", choices=("initial", "pre_update"))
@@ -124,7 +134,7 @@ class RewardModelConfig(Section):
 
     section: ClassVar[str] = "reward_model"
     model: str | None = setting(TINY, "model path or hub id, 'same-as-policy' (one model, both roles), 'tiny', or null "
-                                      "(no reward model: only mode=outcome_only)")
+                                      "(no reward model: only mode=outcome_only or gigpo)")
     backend: str = setting("transformers", "generation backend: transformers (CPU/GPU), vllm (GPU, pip install "
                            "\"rla[vllm]\"), openai (an OpenAI-compatible server); vllm and openai only for a frozen reward "
                            "model", choices=BACKENDS)

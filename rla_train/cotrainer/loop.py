@@ -112,9 +112,11 @@ def _evaluations(parts, label: str, progress: bool = False) -> dict[str, dict[st
 def reward_spec(config: TrainConfig):
     """How this run forms step rewards: the mode's parts, λ, the outcome encoding and the policy's group filter."""
     mode = MODES[config.train.mode]
+    policy = config.policy
     return RewardSpec(use_outcome=mode.outcome, use_judgments=mode.reward_model,
                       lam=config.reward_model.step_reward_weight, outcome_encoding=config.reward_model.outcome_encoding,
-                      group_filter=config.policy.group_filter)
+                      group_filter=policy.group_filter, advantage=mode.advantage, gamma=policy.gigpo_gamma,
+                      step_advantage_weight=policy.gigpo_step_advantage_weight, gigpo_norm=policy.gigpo_mode)
 
 
 def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[str, float]:
@@ -156,6 +158,7 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[s
         local["rm_judgments"] = rm_stats["judgments"]
         local["rm_groups_filtered"] = rm_stats["groups_filtered"]
     local.update(zero_advantage_fraction=stats["zero_advantage_fraction"], groups_filtered=stats["groups_filtered"])
+    local.update({k: v for k, v in stats.items() if k.endswith("_fraction") and k.startswith("gigpo_")})
     played = ranks.gather((tasks, groups, local))
     if not ranks.is_main:
         return {}
@@ -199,6 +202,8 @@ def _episode_metrics(groups, spec: RewardSpec, mode, label_rule: str = "no_regre
         # how often the judge changed the policy's signal (0 = the judge adds nothing)
         metrics["policy_advantage_changed_fraction"] = advantage_change_fraction(groups, spec)
         metrics.update(judge_step_metrics(episodes, label_rule))  # against the family's oracle, where it has one
+    if mode.advantage == "gigpo":  # how often the step-level term changed the signal of GRPO on the outcome
+        metrics["policy_advantage_changed_fraction"] = advantage_change_fraction(groups, spec)
     rewards = [step_rewards(e, spec) for e in episodes if e.error is None and e.num_steps]
     if rewards:
         metrics["integrated_reward_mean"] = float(np.mean(np.concatenate(rewards)))

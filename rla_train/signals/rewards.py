@@ -47,7 +47,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
-    "INVALID_JUDGMENT_REWARD", "ROUNDING_TOLERANCE", "OUTCOME_ENCODINGS", "GROUP_FILTERS", "outcome_value",
+    "INVALID_JUDGMENT_REWARD", "ROUNDING_TOLERANCE", "OUTCOME_ENCODINGS", "GROUP_FILTERS", "zscores", "outcome_value",
     "integrated_rewards", "step_advantages", "nonzero_mask",
     "consistency_rewards", "episode_consistency_rewards", "RM_OBJECTIVES", "label_rewards", "outcome_balance_weights",
     "policy_task_filter", "reward_model_task_filter",
@@ -78,7 +78,7 @@ def _votes_array(votes: Sequence[int] | np.ndarray, where: str) -> np.ndarray:
     return array
 
 
-def _zscore(values: np.ndarray) -> np.ndarray:
+def zscores(values: np.ndarray) -> np.ndarray:
     """Population z-scores (ddof=0) of ``values``; rounding-sized std or z-scores count as 0.
 
     All zeros when the std is below :data:`ROUNDING_TOLERANCE` (the values are equal up to rounding), and a
@@ -150,7 +150,7 @@ def step_advantages(group_rewards: Sequence[Sequence[float] | np.ndarray]) -> li
     for t in range(longest):
         members = [k for k, r in enumerate(rewards) if len(r) > t]
         column = np.array([rewards[k][t] for k in members])
-        scores = column if len(members) < 2 else _zscore(column)
+        scores = column if len(members) < 2 else zscores(column)
         for k, score in zip(members, scores):
             advantages[k][t] = score
     return advantages
@@ -176,7 +176,7 @@ def consistency_rewards(step_reward: float, votes: Sequence[int]) -> np.ndarray:
     raw = np.where(array == 0.0, INVALID_JUDGMENT_REWARD, float(step_reward) * array)
     if raw.size < 2:
         return np.zeros_like(raw)
-    return _zscore(raw)
+    return zscores(raw)
 
 
 def episode_consistency_rewards(step_rewards: Sequence[float] | np.ndarray,
@@ -208,7 +208,7 @@ def label_rewards(label: bool | None, votes: Sequence[int]) -> np.ndarray:
         return np.zeros_like(array)
     truth = 1.0 if label else -1.0
     raw = np.where(array == 0.0, INVALID_JUDGMENT_REWARD, np.where(array == truth, 1.0, -1.0))
-    return _zscore(raw)
+    return zscores(raw)
 
 
 def outcome_balance_weights(won: Sequence[bool]) -> np.ndarray:

@@ -8,6 +8,10 @@ the same step index (:func:`rla_train.signals.rewards.step_advantages`), with th
 * integrated (the method): R_i = O + (λ/m)·Σ_j S_ij
 * reward only:             R_i = (λ/m)·Σ_j S_ij
 
+or, with ``RewardSpec(advantage="gigpo")`` (``train.mode=gigpo``), GiGPO's advantages from the outcome alone: the
+group's episode-level advantage plus a step-level one among the steps taken from the same anchor state
+(:func:`anchor_state`; the maths in :mod:`rla_train.signals.gigpo`), with no group filter.
+
 O is +1 / −1 (``outcome_encoding="pm1"``, the paper) or 1 / 0 (``"01"``, the ALFWorld release; for the
 policy the same as pm1 with 2λ). When the reward contains the outcome, a group trains the policy only if
 its success rate passes ``group_filter`` (:func:`rla_train.signals.rewards.policy_task_filter`: ``mixed``
@@ -30,11 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from rla_train.signals.gigpo import GIGPO_NORMS, GigpoStats, gigpo_advantages
 from rla_train.signals.rewards import (GROUP_FILTERS, OUTCOME_ENCODINGS, RM_OBJECTIVES, ROUNDING_TOLERANCE,
                                        consistency_rewards, integrated_rewards, label_rewards, outcome_balance_weights,
                                        outcome_value, policy_task_filter, reward_model_task_filter, step_advantages)
 
-__all__ = ["Sample", "RewardSpec", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate",
+__all__ = ["Sample", "RewardSpec", "ADVANTAGES", "anchor_state", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate",
            "advantage_changes", "advantage_change_fraction"]
 
 
@@ -63,6 +68,11 @@ class Sample:
     choice_logprobs: list[float] | None = None
 
 
+#: How the policy's advantages are formed: ``grpo`` (step rewards z-scored across the group at each step index) or
+#: ``gigpo`` (GiGPO's episode + anchor-state step advantages, :mod:`rla_train.signals.gigpo`).
+ADVANTAGES = ("grpo", "gigpo")
+
+
 @dataclass(frozen=True)
 class RewardSpec:
     """How step rewards are formed and which groups train the policy.
@@ -73,7 +83,12 @@ class RewardSpec:
         lam: λ, the judge's weight against the outcome.
         outcome_encoding: ``pm1`` (O = +1 / −1) or ``01`` (O = 1 / 0, the ALFWorld release).
         group_filter: ``mixed``, ``alfworld_release`` or ``none`` (see
-            :func:`rla_train.signals.rewards.policy_task_filter`); applies when the reward uses the outcome.
+            :func:`rla_train.signals.rewards.policy_task_filter`); applies when the reward uses the outcome
+            and ``advantage`` is ``grpo``.
+        advantage: ``grpo`` or ``gigpo`` (:data:`ADVANTAGES`); ``gigpo`` reads the outcome alone.
+        gamma: ``gigpo``: the discount of the step-level returns.
+        step_advantage_weight: ``gigpo``: ω, the step-level advantage's weight.
+        gigpo_norm: ``gigpo``: ``mean_std_norm`` or ``mean_norm`` (:data:`~rla_train.signals.gigpo.GIGPO_NORMS`).
     """
 
     use_outcome: bool = True
@@ -81,6 +96,10 @@ class RewardSpec:
     lam: float = 1.0
     outcome_encoding: str = "pm1"
     group_filter: str = "mixed"
+    advantage: str = "grpo"
+    gamma: float = 0.95
+    step_advantage_weight: float = 1.0
+    gigpo_norm: str = "mean_std_norm"
 
     def __post_init__(self):
         if not (self.use_outcome or self.use_judgments):
@@ -93,6 +112,29 @@ class RewardSpec:
         if self.group_filter not in GROUP_FILTERS:
             raise ValueError(f"group_filter must be one of {GROUP_FILTERS}, got {self.group_filter!r}; "
                              "mixed is 0 < success < 1, alfworld_release 1/8..7/8, none keeps every group")
+        if self.advantage not in ADVANTAGES:
+            raise ValueError(f"advantage must be one of {ADVANTAGES}, got {self.advantage!r}")
+        if self.advantage == "gigpo":
+            if self.use_judgments or not self.use_outcome:
+                raise ValueError("advantage='gigpo' forms its advantages from the outcome alone: use use_outcome=True, "
+                                 "use_judgments=False")
+            if not 0.0 <= self.gamma <= 1.0 or self.step_advantage_weight < 0:
+                raise ValueError(f"gigpo needs 0 <= gamma <= 1 and step_advantage_weight >= 0, got gamma={self.gamma}, "
+                                 f"step_advantage_weight={self.step_advantage_weight}")
+            if self.gigpo_norm not in GIGPO_NORMS:
+                raise ValueError(f"gigpo_norm must be one of {GIGPO_NORMS}, got {self.gigpo_norm!r}")
+
+
+def anchor_state(episode, index: int) -> tuple[str, tuple[str, ...]]:
+    """The environment state before step ``index`` of ``episode``, as GiGPO groups steps: the observation the step
+    answered and the admissible actions the env listed with it (``info["admissible_actions"]``, empty when the env
+    lists none). Two steps with equal keys were taken from what the agent sees as the same state."""
+    if index >= len(episode.observations):
+        raise ValueError(f"episode of task {episode.task_id} has {len(episode.observations)} observations for "
+                         f"{episode.num_steps} steps; GiGPO needs the observation before every step")
+    info = episode.infos[index] if index < len(episode.infos) and isinstance(episode.infos[index], dict) else {}
+    admissible = info.get("admissible_actions") or ()
+    return str(episode.observations[index]), tuple(str(a) for a in admissible)
 
 
 def step_rewards(episode, spec: RewardSpec) -> np.ndarray:
@@ -117,14 +159,20 @@ def _usable(group: Sequence) -> list:
     return [e for e in group if e.error is None and e.num_steps > 0]
 
 
-def _trained_advantages(group: Sequence, spec: RewardSpec) -> tuple[list, list[np.ndarray]] | None:
-    """The usable episodes of one group and their step advantages under ``spec``; None when it trains nothing."""
+def _trained_advantages(group: Sequence, spec: RewardSpec) -> tuple[list, list[np.ndarray], GigpoStats | None] | None:
+    """The usable episodes of one group, their step advantages under ``spec`` and, for GiGPO, the group's step-level
+    statistics; None when the group trains nothing."""
     episodes = _usable(group)
     if len(episodes) < 2:
         return None
+    if spec.advantage == "gigpo":  # no group filter: a group that always wins still learns the shorter way
+        anchors = [[anchor_state(e, t) for t in range(e.num_steps)] for e in episodes]
+        advantages, stats = gigpo_advantages([e.won for e in episodes], anchors, gamma=spec.gamma,
+                                             step_weight=spec.step_advantage_weight, norm=spec.gigpo_norm)
+        return episodes, advantages, stats
     if spec.use_outcome and not policy_task_filter(group_success_rate(episodes), spec.group_filter):
         return None
-    return episodes, step_advantages([step_rewards(e, spec) for e in episodes])
+    return episodes, step_advantages([step_rewards(e, spec) for e in episodes]), None
 
 
 def _sample(prompt_ids, token_ids, value: float, logprobs, source, meta: dict[str, Any]) -> Sample:
@@ -134,27 +182,40 @@ def _sample(prompt_ids, token_ids, value: float, logprobs, source, meta: dict[st
                   choice_logprobs=getattr(source, "choice_logprobs", None))
 
 
+_GIGPO_COUNTS = ("steps", "shared_steps", "step_advantage_nonzero")
+
+
 def policy_samples(groups: Sequence[Sequence], spec: RewardSpec) -> tuple[list[Sample], dict[str, float]]:
-    """The policy's step samples from GRPO groups, and counts (groups used, filtered, zero-variance steps)."""
+    """The policy's step samples from GRPO groups, and counts (groups used, filtered, zero-variance steps; for GiGPO
+    the share of steps whose anchor state recurs in the group and whose step-level advantage is not 0)."""
     samples: list[Sample] = []
     stats = {"groups": float(len(groups)), "groups_filtered": 0.0, "steps": 0.0, "zero_advantage_steps": 0.0}
+    if spec.advantage == "gigpo":
+        stats.update({f"gigpo_{name}": 0.0 for name in _GIGPO_COUNTS})
     for group_index, group in enumerate(groups):
         trained = _trained_advantages(group, spec)
         if trained is None:
             stats["groups_filtered"] += 1
             continue
-        for episode, advantages in zip(*trained):
+        episodes, group_advantages, gigpo_stats = trained
+        for name in _GIGPO_COUNTS if gigpo_stats is not None else ():
+            stats[f"gigpo_{name}"] += getattr(gigpo_stats, name)
+        for episode, advantages in zip(episodes, group_advantages):
             for index, (step, advantage) in enumerate(zip(episode.steps, advantages)):
                 stats["steps"] += 1
                 stats["zero_advantage_steps"] += float(advantage == 0)
                 samples.append(_sample(step.prompt_ids, step.completion_ids, advantage, step.logprobs, step,
                                        {"group": group_index, "task_id": episode.task_id, "step": index}))
     stats["zero_advantage_fraction"] = stats["zero_advantage_steps"] / stats["steps"] if stats["steps"] else 0.0
+    if spec.advantage == "gigpo":  # how much step-level signal there was: shared anchor states, nonzero step terms
+        total = stats["gigpo_steps"] or 1.0
+        stats["gigpo_shared_step_fraction"] = stats["gigpo_shared_steps"] / total
+        stats["gigpo_step_advantage_fraction"] = stats["gigpo_step_advantage_nonzero"] / total
     return samples, stats
 
 
 def _outcome_only(spec: RewardSpec) -> RewardSpec:
-    return replace(spec, use_outcome=True, use_judgments=False)
+    return replace(spec, use_outcome=True, use_judgments=False, advantage="grpo")
 
 
 def advantage_changes(groups: Sequence[Sequence], spec: RewardSpec,
@@ -172,7 +233,7 @@ def advantage_changes(groups: Sequence[Sequence], spec: RewardSpec,
         trained = _trained_advantages(group, spec)
         if trained is None:
             continue
-        episodes, advantages = trained
+        advantages = trained[1]
         reference = _trained_advantages(group, baseline)
         reference_advantages = reference[1] if reference is not None else [np.zeros_like(a) for a in advantages]
         for ours, theirs in zip(advantages, reference_advantages):

@@ -186,9 +186,10 @@ def test_bad_values_fail_at_load_with_the_fix(overrides, match):
 
 
 def test_modes_table_and_mode_specific_rules():
-    assert set(MODES) == {"outcome_only", "policy", "policy+reward", "policy+reward+env", "reward_only"}
+    assert set(MODES) == {"outcome_only", "policy", "policy+reward", "policy+reward+env", "reward_only", "gigpo"}
     assert not MODES["outcome_only"].reward_model and not MODES["reward_only"].outcome
-    assert MODES["policy+reward+env"] == (True, True, True, True)
+    assert MODES["policy+reward+env"] == (True, True, True, True, "grpo")
+    assert MODES["gigpo"] == (True, False, False, False, "gigpo")
     # no reward model is fine for the GRPO baseline; a frozen RM may be served over HTTP
     assert load_config(None, ["train.mode=outcome_only", "reward_model.model=null"]).mode.reward_model is False
     frozen = load_config(None, ["train.mode=policy", "reward_model.backend=openai", "reward_model.verdict_mode=text",

@@ -56,7 +56,7 @@ def test_every_mode_trains_what_it_should(mode, alfworld_cache, tmp_path, capsys
     from rla_train.cotrainer.loop import train
     from rla_train.run import where_the_run_is
 
-    extra = ["reward_model.model=null"] if mode == "outcome_only" else []
+    extra = [] if MODES[mode].reward_model else ["reward_model.model=null"]
     config = load_config(None, [*SMALL, f"train.mode={mode}", f"output.dir={tmp_path}", *extra])
     shown = mode == "policy+reward+env"  # one mode with its output on: a line per phase
     summary = train(config, progress=shown)
