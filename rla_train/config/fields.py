@@ -52,6 +52,8 @@ BACKENDS = ("transformers", "vllm", "openai")
 TRAINABLE_BACKENDS = ("transformers", "vllm")
 """The backends a trained policy can generate with (rollouts must come from the live weights: vllm is TRL's engine,
 whose weights the policy's trainer syncs after every update)."""
+REPORT_TO = ("none", "tensorboard", "trackio", "wandb")
+"""The experiment trackers ``output.report_to`` can name (TRL's names; ``none`` = none)."""
 VLLM_MODES = ("colocate", "server")
 """TRL's ``vllm_mode``: an engine in the training process, or a ``trl vllm-serve`` server."""
 

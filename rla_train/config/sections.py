@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from rla_envs.core.errors import did_you_mean
 from rla_envs.curriculum.pool_config import REWRITE_RULES, PoolConfig
 from rla_envs.curriculum.sampling import STRATEGIES
-from rla_train.config.fields import BACKENDS, MODES, TINY, TRAINABLE_BACKENDS, VLLM_MODES, ConfigError, Section, setting
+from rla_train.config.fields import BACKENDS, MODES, REPORT_TO, TINY, TRAINABLE_BACKENDS, VLLM_MODES, ConfigError, Section, setting
 from rla_train.rollout.workers import ENV_BACKENDS
 
 
@@ -355,11 +355,31 @@ class OutputConfig(Section):
     checkpoint_every: int = setting(5, "save policy, reward model, optimizers and pool every this many steps "
                                         "(0 = at the end only)", ge=0)
     keep_last: int | None = setting(None, "checkpoints kept (TRL save_total_limit; null = all)", ge=1)
-    tensorboard: bool = setting(False, "also write TensorBoard event files (needs tensorboard installed)")
+    tensorboard: bool = setting(False, "also write TensorBoard event files (needs tensorboard installed; the same as "
+                                "listing tensorboard in report_to)")
+    report_to: str | list[str] = setting("none", "experiment trackers to mirror metrics.jsonl, a table of sampled "
+                                         "trajectories with their judgments per evaluation and the summary to: none, "
+                                         "tensorboard, trackio, wandb, or a list of them (TRL's report_to names; "
+                                         "rla_train.cotrainer.trackers)")
+    project: str = setting("rla", "report_to=wandb/trackio: the project the run is logged under")
+    run_name: str | None = setting(None, "report_to=wandb/trackio: the run's name (null = the run directory's name)")
 
     def check(self) -> None:
         if not self.dir:
             raise ConfigError("output.dir must be a directory path, got ''")
+        names = [self.report_to] if isinstance(self.report_to, str) else list(self.report_to)
+        unknown = [name for name in names if name not in REPORT_TO]
+        if unknown:
+            raise ConfigError(f"output.report_to names {unknown}; known: {', '.join(REPORT_TO)} (one, or a list)"
+                              f".{did_you_mean(unknown[0], REPORT_TO)}")
+        if "none" in names and len(names) > 1:
+            raise ConfigError(f"output.report_to={names} lists none beside trackers; drop none")
+
+    def trackers(self) -> list[str]:
+        """The trackers to open: ``report_to``'s, plus tensorboard when ``tensorboard`` is true."""
+        names = [self.report_to] if isinstance(self.report_to, str) else list(self.report_to)
+        names = [name for name in names if name != "none"]
+        return list(dict.fromkeys(names + (["tensorboard"] if self.tensorboard else [])))
 
 
 @dataclass

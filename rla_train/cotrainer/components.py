@@ -89,7 +89,11 @@ def grpo_args(section, optimizer, out_dir: Path, *, seed: int, temperature: floa
     ``section`` is the model's config section (learning rate, batch, loss, and ``trl_args``: further GRPOConfig
     fields passed through), ``optimizer`` its :meth:`~rla_train.config.TrainConfig.optimizer_for`; ``beta`` and
     ``epsilon_high`` are the policy's (the reward model has no KL term), ``generation`` the policy's
-    :func:`vllm_args` (default: no vLLM). ``num_generations`` only sizes TRL's
+    :func:`vllm_args` (default: no vLLM). ``report_to`` stays ``none``: the run's trackers (``output.report_to``)
+    get the co-trainer's metrics on the training step's axis (:mod:`rla_train.cotrainer.trackers`), while TRL's
+    profiling timers, given ``wandb``, call ``wandb.log`` once per loss computation without a step: measured, they
+    advanced W&B's step to 15 in a 2-step run, and W&B then dropped the co-trainer's step-2 records as out of
+    order. ``num_generations`` only sizes TRL's
     placeholder dataset: samples arrive scored. A ``trl_args`` key that the config names elsewhere, or that GRPOConfig
     does not have, is a :class:`~rla_train.config.ConfigError`.
     """

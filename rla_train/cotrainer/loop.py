@@ -28,6 +28,7 @@ import warnings
 from collections import deque
 from contextlib import ExitStack, nullcontext
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,7 @@ from rla_train.cotrainer.play_setup import env_spec, play_heldout
 from rla_train.cotrainer.plots import plot_run
 from rla_train.cotrainer.run_dir import SCRATCH_DIRS, RunDirError, claim_run_dir
 from rla_train.cotrainer.run_log import RunLog
+from rla_train.cotrainer.trackers import close_trackers, log_evaluation, open_trackers, summary_scalars
 from rla_train.reward_model.label_data import warm_start_data
 from rla_train.reward_model.warm_start import warm_start_reward_model
 from rla_train.signals.metrics import outcome_accuracy, paired_improvement, success_summary
@@ -119,8 +121,10 @@ def reward_spec(config: TrainConfig):
                       step_advantage_weight=policy.gigpo_step_advantage_weight, gigpo_norm=policy.gigpo_mode)
 
 
-def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[str, float]:
+def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: list | None = None) -> dict[str, float]:
     """One step of the loop (see the module docstring); returns its metrics (on rank 0; other ranks get ``{}``).
+
+    ``played``, when given, receives the step's groups (every rank's, on rank 0): the trackers' trajectory table.
 
     With several ranks (:mod:`rla_train.cotrainer.distributed`) rank 0 draws ``tasks_per_step`` tasks per rank,
     each rank plays, judges and updates on its share (the updates all-reduce gradients), and rank 0 gets every
@@ -159,12 +163,14 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS) -> dict[s
         local["rm_groups_filtered"] = rm_stats["groups_filtered"]
     local.update(zero_advantage_fraction=stats["zero_advantage_fraction"], groups_filtered=stats["groups_filtered"])
     local.update({k: v for k, v in stats.items() if k.endswith("_fraction") and k.startswith("gigpo_")})
-    played = ranks.gather((tasks, groups, local))
+    gathered = ranks.gather((tasks, groups, local))
     if not ranks.is_main:
         return {}
-    tasks = [task for rank_tasks, _, _ in played for task in rank_tasks]
-    groups = [group for _, rank_groups, _ in played for group in rank_groups]
-    metrics = {**merge_rank_metrics([rank_metrics for _, _, rank_metrics in played]),
+    tasks = [task for rank_tasks, _, _ in gathered for task in rank_tasks]
+    groups = [group for _, rank_groups, _ in gathered for group in rank_groups]
+    if played is not None:
+        played[:] = groups
+    metrics = {**merge_rank_metrics([rank_metrics for _, _, rank_metrics in gathered]),
                **_episode_metrics(groups, spec, mode, config.reward_model.label_rule)}
     for task, group in zip(tasks, groups):                                                        # 7
         usable = [e for e in group if e.error is None]
@@ -418,10 +424,16 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
     world = f", {ranks.world_size} data-parallel ranks" if ranks.distributed else ""
     _phase(progress, f"run {run_dir} ({'resuming from ' + checkpoint.name if checkpoint else 'fresh'}, mode "
                      f"{config.train.mode}{world}): building the policy, the reward model and the envs")
+    trackers = _open_trackers(config, run_dir, checkpoint) if ranks.is_main else []  # a missing library fails here
     set_seed(config.train.seed)  # the same initial weights on every rank
-    parts = build_components(config, run_dir, progress=progress, rank=ranks.rank)
+    try:
+        parts = build_components(config, run_dir, progress=progress, rank=ranks.rank)
+    except BaseException:
+        close_trackers(trackers)
+        raise
     if ranks.rank:
         set_seed(config.train.seed + ranks.rank)  # each rank samples its own numbers
+    played: list = []  # the last step's groups, for the trackers' trajectory table
     try:
         if checkpoint is not None:
             step, history = _restore(checkpoint, parts, ranks)
@@ -431,17 +443,24 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
             step, history = 0, {}
             _warm_starts(config, parts, run_dir, history, progress, ranks)
             if ranks.is_main:
-                _record(history, "before", _evaluations(parts, "before co-training", progress))
+                results = _evaluations(parts, "before co-training", progress)
+                _record(history, "before", results)
+                _track(trackers, 0, results)
             _save(run_dir, config, parts, 0, history, ranks)
         if step < config.train.steps:  # train.steps=0: warm start and evaluate only
             _phase(progress, f"co-training steps {step + 1}-{config.train.steps}: {config.rollout.tasks_per_step} tasks x "
                              f"{config.rollout.group_size} rollouts per step{' per rank' if ranks.distributed else ''}")
-            _loop(config, parts, run_dir, step, history, progress, ranks)
+            _loop(config, parts, run_dir, step, history, progress, ranks, trackers, played)
             step = config.train.steps
         if config.train.steps > 0:
             if ranks.is_main:
-                _record(history, "after", _evaluations(parts, "after co-training", progress))
+                results = _evaluations(parts, "after co-training", progress)
+                _record(history, "after", results)
+                _track(trackers, step, results, played)
             _save(run_dir, config, parts, step, history, ranks)
+    except BaseException:
+        close_trackers(trackers)
+        raise
     finally:
         parts.close()
         if ranks.is_main:
@@ -460,7 +479,26 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
         summary["judge_vote_balanced_accuracy"] = judge
     summary.update(_paired_tests(history))
     atomic_write_json(run_dir / "summary.json", summary)
+    try:
+        for tracker in trackers:
+            tracker.log_summary(summary_scalars(summary))
+    finally:
+        close_trackers(trackers)
     return summary
+
+
+def _open_trackers(config: TrainConfig, run_dir: Path, checkpoint: Path | None) -> list:
+    """The trackers ``output.report_to`` names, opened for this run (a resumed one continues its tracker run)."""
+    start = int(load_meta(checkpoint)["step"]) if checkpoint is not None else 0
+    return open_trackers(config.output.trackers(), run_dir, project=config.output.project,
+                         run_name=config.output.run_name or run_dir.name, config=config.to_dict(), start_step=start)
+
+
+def _track(trackers, step: int, results: dict[str, dict[str, Any]], played: list | None = None) -> None:
+    """An evaluation's scalars (``heldout_success_rate``, ``probe_...``, ``rm_probe_...``) at ``step``, and the
+    trajectory table of the step's groups (the first episode of each) when there are any."""
+    values = {key: value for name, result in results.items() for key, value in _scalars(f"{name}_", result).items()}
+    log_evaluation(trackers, step, values, [group[0] for group in (played or []) if group])
 
 
 def _warm_starts(config: TrainConfig, parts, run_dir: Path, history: dict, progress: bool, ranks: Ranks) -> None:
@@ -498,21 +536,26 @@ def _remove_empty_scratch(run_dir: Path) -> None:
 
 
 def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, progress: bool,
-          ranks: Ranks = ONE_PROCESS) -> None:
-    """Training steps ``step + 1 .. train.steps``: metrics logged every step, evaluations and checkpoints as due
-    (logs and evaluations by rank 0 alone)."""
+          ranks: Ranks = ONE_PROCESS, trackers: Sequence = (), played: list | None = None) -> None:
+    """Training steps ``step + 1 .. train.steps``: metrics logged every step (to ``metrics.jsonl`` and the
+    ``trackers``), evaluations and checkpoints as due (logs and evaluations by rank 0 alone); ``played`` holds the
+    last step's groups."""
     run_log = (RunLog(run_dir, total_steps=config.train.steps, start_step=step, progress=progress,
-                      tensorboard=config.output.tensorboard) if ranks.is_main else nullcontext())
+                      tensorboard=False, trackers=trackers) if ranks.is_main else nullcontext())
+    played = [] if played is None else played
     with run_log as log:
         while step < config.train.steps:
-            metrics = train_step(config, parts, ranks)
+            metrics = train_step(config, parts, ranks, played)
             step += 1
             record_step(history, metrics)
             if log is not None:
-                if config.train.eval_every and step % config.train.eval_every == 0 and step < config.train.steps:
+                evaluated = config.train.eval_every and step % config.train.eval_every == 0 and step < config.train.steps
+                if evaluated:
                     for name, result in _evaluations(parts, f"step {step}").items():
                         metrics.update(_scalars(f"{name}_", result))
                 log.log(step, metrics)
+                if evaluated:
+                    _track(trackers, step, {}, played)
             if config.output.checkpoint_every and step % config.output.checkpoint_every == 0:
                 _save(run_dir, config, parts, step, history, ranks)
 

@@ -1,4 +1,4 @@
-"""The co-trainer's run log: metrics to JSONL and TensorBoard, and a progress bar with ETA.
+"""The co-trainer's run log: metrics to JSONL, TensorBoard and any other tracker, and a progress bar with ETA.
 
 ::
 
@@ -31,7 +31,8 @@ with ``start_step=k`` (k steps done, as saved in the checkpoint) keeps the recor
 drops the later ones, which the resumed run redoes; TensorBoard is told to purge its events after k.
 ``start_step=0`` is a fresh run: an old ``metrics.jsonl`` in ``out_dir`` is emptied.
 
-torch's TensorBoard writer is imported only when ``tensorboard=True``.
+torch's TensorBoard writer is imported only when ``tensorboard=True``. Other trackers
+(:mod:`rla_train.cotrainer.trackers`: W&B, trackio) get every record too when passed as ``trackers``.
 """
 
 from __future__ import annotations
@@ -40,20 +41,20 @@ import json
 import numbers
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from rla_envs.core.errors import DataNotFound, MissingDependency
+from rla_envs.core.errors import DataNotFound
 from rla_envs.core.files import atomic_write_text
+from rla_train.cotrainer.trackers import INSTALL, TENSORBOARD_DIR, TensorBoardTracker, Tracker
 
 __all__ = ["RunLog", "read_metrics", "METRICS_FILE", "TENSORBOARD_DIR", "TENSORBOARD_INSTALL"]
 
 METRICS_FILE = "metrics.jsonl"
-TENSORBOARD_DIR = "tensorboard"
-TENSORBOARD_INSTALL = 'pip install "tensorboard==2.21.0"'
+TENSORBOARD_INSTALL = INSTALL["tensorboard"]
 DEFAULT_POSTFIX = {"success_rate": "success", "heldout_success_rate": "heldout", "policy_loss": "loss",
                    "rm_loss": "rm_loss", "reward_model_loss": "rm_loss"}
 _RESERVED = ("step", "time")
@@ -108,10 +109,13 @@ class RunLog:
             start_step`` already in ``metrics.jsonl`` are dropped; 0 (a fresh run) empties the file.
         progress: show the tqdm bar (on stderr).
         postfix: metric name -> short label shown after the bar (last known value of each).
+        trackers: more trackers (:class:`~rla_train.cotrainer.trackers.Tracker`) to send each record's values to;
+            the caller opens and closes them.
     """
 
     def __init__(self, out_dir: str | os.PathLike, *, total_steps: int, tensorboard: bool = True,
-                 start_step: int = 0, progress: bool = True, postfix: Mapping[str, str] | None = None):
+                 start_step: int = 0, progress: bool = True, postfix: Mapping[str, str] | None = None,
+                 trackers: Sequence[Tracker] = ()):
         if not isinstance(total_steps, int) or total_steps < 1:
             raise ValueError(f"RunLog needs total_steps >= 1 (the number of training steps), got {total_steps!r}")
         if not isinstance(start_step, int) or not 0 <= start_step <= total_steps:
@@ -123,14 +127,12 @@ class RunLog:
         self._postfix: dict[str, str] = {}
         self._closed = False
         self.completed_steps = start_step  # steps finished so far (what the bar shows)
-        summary_writer = _summary_writer_class() if tensorboard else None  # fail before touching any file
+        # fail before touching any file when tensorboard is missing
+        self._own = [TensorBoardTracker(self.out_dir, start_step=start_step)] if tensorboard else []
+        self._trackers = [*self._own, *trackers]
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._keep_until(start_step)
         self._file = open(_metrics_path(self.out_dir), "a", encoding="utf-8")
-        self._writer = None
-        if summary_writer is not None:
-            self._writer = summary_writer(log_dir=str(self.out_dir / TENSORBOARD_DIR),
-                                          purge_step=start_step + 1 if start_step else 0)
         self._bar = tqdm(total=total_steps, initial=start_step, unit="step", dynamic_ncols=True,
                          disable=not progress, desc=self.out_dir.name or "run")
 
@@ -161,11 +163,8 @@ class RunLog:
         self._file.write(_json_line(record))
         self._file.flush()
         os.fsync(self._file.fileno())
-        if self._writer is not None:
-            for name, value in values.items():
-                if value is not None:
-                    self._writer.add_scalar(name, value, global_step=step)
-            self._writer.flush()
+        for tracker in self._trackers:
+            tracker.log(step, {name: value for name, value in values.items() if value is not None})
         self._advance(step, values)
         return record
 
@@ -183,13 +182,14 @@ class RunLog:
             self._bar.refresh()
 
     def close(self) -> None:
-        """Flush and close the JSONL file, the TensorBoard writer and the bar; calling it again does nothing."""
+        """Flush and close the JSONL file, the TensorBoard writer and the bar (not the trackers it was given);
+        calling it again does nothing."""
         if self._closed:
             return
         self._closed = True
         self._file.close()
-        if self._writer is not None:
-            self._writer.close()
+        for tracker in self._own:
+            tracker.close()
         self._bar.close()
 
     def __enter__(self) -> "RunLog":
@@ -197,15 +197,6 @@ class RunLog:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
-
-
-def _summary_writer_class():
-    try:  # torch: heavy, and only with tensorboard=True
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError as exc:
-        raise MissingDependency(f"TensorBoard logging needs the 'tensorboard' package ({exc}); install it with: "
-                                f"{TENSORBOARD_INSTALL}, or pass RunLog(..., tensorboard=False)") from exc
-    return SummaryWriter
 
 
 def _scalar(name: str, value: Any) -> float | int | None:

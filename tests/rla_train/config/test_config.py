@@ -244,3 +244,16 @@ def test_the_labelled_judge_objective_needs_a_family_with_step_labels():
                     check_hardware=False)
     with pytest.raises(ConfigError, match="Did you mean|must be one of|choose"):
         load_config(None, ["reward_model.objective=consistency"])
+
+
+def test_report_to_takes_trl_names_one_or_a_list():
+    def trackers(*overrides):
+        return load_config(None, list(overrides)).output.trackers()
+
+    assert trackers() == [] and trackers("output.report_to=wandb") == ["wandb"]
+    assert trackers("output.report_to=[wandb, tensorboard]", "output.tensorboard=true") == ["wandb", "tensorboard"]
+    assert trackers("output.tensorboard=true") == ["tensorboard"]
+    with pytest.raises(ConfigError, match=r"output.report_to names \['mlflow'\]; known: none, tensorboard, trackio"):
+        trackers("output.report_to=mlflow")
+    with pytest.raises(ConfigError, match="lists none beside trackers"):
+        trackers("output.report_to=[none, wandb]")

@@ -147,7 +147,7 @@ def test_values_are_checked_and_numpy_scalars_converted(tmp_path):
 
 def test_missing_tensorboard_raises_at_construction_naming_the_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # import now raises ImportError
-    with pytest.raises(MissingDependency, match=r'pip install "tensorboard==.*tensorboard=False'):
+    with pytest.raises(MissingDependency, match=r'pip install "tensorboard==.*RunLog: tensorboard=False'):
         RunLog(tmp_path / "run", total_steps=3, progress=False)
     assert not (tmp_path / "run").exists()  # failed before creating anything
     with RunLog(tmp_path / "run", total_steps=3, tensorboard=False, progress=False) as run_log:
