@@ -44,7 +44,7 @@ def _marks(code: str) -> list:
 
 
 def _name(code: str) -> str:
-    for needle, name in (("rla/OSWorld-v0", "desktop"), ("AdaptiveTaskPool", "task-pool"),
+    for needle, name in (("rla/OSWorld-v0", "desktop"), ("RlaEnvClient", "openenv"), ("AdaptiveTaskPool", "task-pool"),
                          ("RolloutEngine", "rollouts-and-judge"), ("register_family", "family-spec"),
                          ("gym.make", "envs")):
         if needle in code:
@@ -65,6 +65,7 @@ def test_the_pages_have_the_examples_this_file_runs():
         ("docs/curriculum.md", "task-pool"),
         ("docs/desktop.md", "desktop"),
         ("docs/environments.md", "envs"),
+        ("docs/environments.md", "openenv"),
         ("docs/rollouts.md", "rollouts-and-judge"),
     ]
 
