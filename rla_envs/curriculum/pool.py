@@ -140,6 +140,11 @@ class TaskPool:
         self.task(task_id)
         return self._stats.get(task_id) or TaskStats(alpha=self.config.prior[0], beta=self.config.prior[1])
 
+    def rewritten_episodes(self) -> int:
+        """Training episodes recorded on rewrites (tasks that are not their slot's root), of :attr:`episodes` in all:
+        how much of the training the environment's adaptation actually reached."""
+        return sum(stats.episodes for task_id, stats in self._stats.items() if self._root_of[task_id] != task_id)
+
     # --------------------------------------------------------------- sampling
     def weights(self) -> np.ndarray:
         """Sampling probabilities of :meth:`active_tasks` under the strategy, after the root-share cap."""

@@ -184,6 +184,9 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: l
             funnel.update(adapt.funnel, triggered=len(adapt.slots))
         metrics.update({f"pool_{k}": float(v) for k, v in funnel.items()})
         metrics["pool_accepted_total"] = float(parts.feeder.pool.counters.get("accepted", 0))
+        # the share of this step's training episodes played on rewritten tasks: how far the env arm reaches
+        on_rewrites = sum(len(group) for task, group in zip(tasks, groups) if task.parent is not None)
+        metrics["pool_rewritten_episode_fraction"] = on_rewrites / max(1, sum(len(group) for group in groups))
     seconds = time.perf_counter() - started
     episodes = [e for group in groups for e in group]
     metrics.update({"pool_tasks": float(len(parts.feeder.pool.active_tasks())),
@@ -224,11 +227,13 @@ def _episode_metrics(groups, spec: RewardSpec, mode, label_rule: str = "no_regre
 
 
 def pool_funnel(pool) -> dict[str, int]:
-    """The pool's rewrites over the run: triggered -> generated -> valid -> measured -> accepted."""
+    """The pool's rewrites over the run (triggered -> generated -> valid -> measured -> accepted) and how many of its
+    training episodes were played on rewritten tasks."""
     counters = pool.counters
     return {"triggered": int(counters.get("triggered", 0)), "generated": int(counters.get("generated", 0)),
             "valid": int(counters.get("valid", 0)), "measured": int(counters.get("proposed", 0)),
-            "accepted": int(counters.get("accepted", 0))}
+            "accepted": int(counters.get("accepted", 0)), "training_episodes": int(pool.episodes),
+            "episodes_on_rewrites": int(pool.rewritten_episodes())}
 
 
 # ----------------------------------------------------------------------------------------------- state

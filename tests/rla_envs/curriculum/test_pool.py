@@ -319,3 +319,17 @@ def test_killing_a_process_mid_save_never_leaves_an_unreadable_file(tmp_path):
             leftover.unlink()
         assert len(TaskPool.load(path)) == 100
     assert partial_writes >= 2  # the kills did land inside the write (~25 ms of each ~30 ms save)
+
+
+def test_rewritten_episodes_count_training_on_rewrites_only():
+    tasks = make_tasks(3)
+    pool = TaskPool(tasks)
+    pool.record_group(tasks[0].id, [1, 0, 0, 0])
+    child = rewrite_of(tasks[0], 5)
+    pool.propose(tasks[0].id, child)
+    assert pool.rewritten_episodes() == 0  # a pending rewrite has played nothing yet
+    pool.accept(tasks[0].id, {})
+    pool.record_group(child.id, [1, 1, 0])
+    pool.record_group(tasks[1].id, [0, 0])
+    assert (pool.rewritten_episodes(), pool.episodes) == (3, 9)
+    assert TaskPool.from_dict(json.loads(json.dumps(pool.to_dict()))).rewritten_episodes() == 3

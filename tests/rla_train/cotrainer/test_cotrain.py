@@ -83,6 +83,10 @@ def test_every_mode_trains_what_it_should(mode, alfworld_cache, tmp_path, capsys
         assert all(math.isfinite(r["rm_loss"]) for r in rows) and sum(r["rm_samples"] for r in rows) > 0
     else:
         assert not (last / "reward_model").exists() and "rm_loss" not in rows[0]
+    if MODES[mode].adapt_env:  # how far the env arm reached: episodes on rewritten tasks, per step and in all
+        assert all(0 <= r["pool_rewritten_episode_fraction"] <= 1 for r in rows)
+        pool = json.loads((tmp_path / "summary.json").read_text())["pool"]
+        assert pool["training_episodes"] == 2 * 2 * 4 and 0 <= pool["episodes_on_rewrites"] <= 16
     if MODES[mode].advantage == "gigpo":  # a group's rollouts all start from the game's one first state
         assert all(r["gigpo_shared_step_fraction"] > 0 and "policy_advantage_changed_fraction" in r for r in rows)
     assert (tmp_path / "learning_curves.png").stat().st_size > 10_000
