@@ -20,9 +20,10 @@ OpenEnv's ``Environment`` interface and serves it with ``openenv-core``'s FastAP
   task); what the client sends is data: it reaches the env only through ``reset`` and ``step``.
 * **Sessions**: each WebSocket session gets its own env (``--max-sessions``, default 4); env calls are serialised by
   one lock, since textworld's PDDL engine is not thread-safe and OpenEnv runs each session in its own thread.
-* **Access**: loopback (127.0.0.1) by default. Bound to any other address the server needs a token
-  (``--token`` or ``RLA_SERVE_TOKEN``), checked on every HTTP request and WebSocket handshake (``?token=`` or
-  ``Authorization: Bearer``); a request without it gets 401, a WebSocket is closed with code 1008.
+* **Access**: loopback (127.0.0.1) by default, where requests that a web browser sends (an ``Origin`` header, or a
+  ``Host`` that is not a loopback name) are refused, so a web page cannot drive the env. Bound to any other address
+  the server needs a token (``--token`` or ``RLA_SERVE_TOKEN``), checked on every HTTP request and WebSocket handshake
+  (``?token=`` or ``Authorization: Bearer``); a request without it gets 401, a WebSocket handshake 403.
 * **Confinement**: the env runs as it does under ``gym.make`` (``rla/Code-v0`` runs programs in its sandbox).
 
 Needs ``pip install "rla[serve]"`` (openenv-core, uvicorn). Text envs only (AlfWorld, TextWorld, Code); the desktop
@@ -40,7 +41,7 @@ import sys
 import threading
 import uuid
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from rla_envs.core.errors import MissingDependency
 from rla_envs.core.files import jsonable
@@ -89,23 +90,28 @@ class GymnasiumEnvironment(Environment):
     SUPPORTS_CONCURRENT_SESSIONS = True  # each session gets its own env; env calls are serialised by _ENV_CALLS
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any] | None = None):
+        # OpenEnv builds and closes a session's env on its event loop: the env itself is made at the first reset,
+        # in the session's worker thread, so a slow gym.make (or another session's step) never stalls the server
         super().__init__()
-        import gymnasium as gym
-
-        import rla_envs  # noqa: F401  (registers the rla/ ids)
-
-        self._env_id = env_id
-        with _ENV_CALLS:
-            self._env = gym.make(env_id, **(env_kwargs or {}))
+        self._env_id, self._env_kwargs, self._env = env_id, dict(env_kwargs or {}), None
         self._state = EpisodeState(episode_id=None, step_count=0, env_id=env_id)
         self._ready = False
+
+    def _made(self):
+        if self._env is None:
+            import gymnasium as gym
+
+            import rla_envs  # noqa: F401  (registers the rla/ ids)
+
+            self._env = gym.make(self._env_id, **self._env_kwargs)
+        return self._env
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> TextObservation:
         options = kwargs.get("options")
         if options is not None and not isinstance(options, dict):
             raise ValueError(f"reset options must be a JSON object (e.g. {{'task': {{...}}}}), got {type(options).__name__}")
         with _ENV_CALLS:
-            observation, info = self._env.reset(seed=seed, options=options)
+            observation, info = self._made().reset(seed=seed, options=options)
         self._ready = True
         self._state = EpisodeState(episode_id=episode_id or uuid.uuid4().hex, step_count=0, env_id=self._env_id,
                                    task_id=_task_id(info))
@@ -125,8 +131,14 @@ class GymnasiumEnvironment(Environment):
         return self._state
 
     def close(self) -> None:
-        with _ENV_CALLS:
-            self._env.close()
+        env, self._env = self._env, None
+        if env is not None:  # off the event loop: waiting for the lock there would stall every session
+            threading.Thread(target=_close_env, args=(env,), name="rla-serve-close", daemon=True).start()
+
+
+def _close_env(env) -> None:
+    with _ENV_CALLS:
+        env.close()
 
 
 def _task_id(info: dict[str, Any]) -> str | None:
@@ -154,18 +166,25 @@ class EnvFactory:
         return GymnasiumEnvironment(self.env_id, self.env_kwargs)
 
 
-class _TokenGate:
-    """An ASGI wrapper that lets through only requests and WebSocket handshakes carrying the token."""
+class _Gate:
+    """An ASGI wrapper in front of OpenEnv's app. With a token: only requests and WebSocket handshakes carrying it
+    pass. Without one (a loopback server): nothing a web browser sends passes, since a page the user visits could
+    otherwise reach a loopback port (WebSockets have no CORS) or rebind a name to 127.0.0.1: a request with an
+    ``Origin`` header, or whose ``Host`` is not a loopback name, is refused. Trainers' clients send neither."""
 
-    def __init__(self, app, token: str):
-        self.app, self._token = app, token.encode()
+    def __init__(self, app, token: str | None):
+        self.app, self._token = app, token.encode() if token else None
 
     def _allowed(self, scope) -> bool:
+        headers = {name.lower(): value for name, value in scope.get("headers", [])}
+        if self._token is None:
+            host = headers.get(b"host", b"").decode("latin-1").rsplit(":", 1)[0].strip("[]")
+            return b"origin" not in headers and (host == "localhost" or _loopback(host))
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         offered = [value.encode() for value in query.get("token", [])]
-        for name, value in scope.get("headers", []):
-            if name == b"authorization" and value.lower().startswith(b"bearer "):
-                offered.append(value[7:].strip())
+        authorization = headers.get(b"authorization", b"")
+        if authorization.lower().startswith(b"bearer "):
+            offered.append(authorization[7:].strip())
         return any(hmac.compare_digest(candidate, self._token) for candidate in offered)
 
     async def __call__(self, scope, receive, send):
@@ -176,13 +195,15 @@ class _TokenGate:
             return None
         await send({"type": "http.response.start", "status": 401,
                     "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": b'{"detail": "missing or wrong token"}'})
+        await send({"type": "http.response.body", "body": b'{"detail": "refused: a token is missing or wrong, or '
+                                                           b'the request came from a web page"}'})
         return None
 
 
 def build_app(env_id: str, env_kwargs: dict[str, Any] | None = None, *, token: str | None = None,
               max_sessions: int = 4):
-    """The ASGI app serving ``env_id`` (OpenEnv's FastAPI app; behind the token check when ``token`` is given)."""
+    """The ASGI app serving ``env_id``: OpenEnv's FastAPI app behind :class:`_Gate` (the token when ``token`` is given,
+    else refusing what a web browser sends)."""
     from openenv.core.env_server.http_server import create_fastapi_app
 
     import rla_envs  # noqa: F401
@@ -192,7 +213,7 @@ def build_app(env_id: str, env_kwargs: dict[str, Any] | None = None, *, token: s
         raise KeyError(f"no env {env_id!r}; rla's text envs: rla/AlfWorld-v0, rla/TextWorld-v0, rla/Code-v0")
     app = create_fastapi_app(EnvFactory(env_id, env_kwargs), TextAction, TextObservation,
                              max_concurrent_envs=max_sessions)
-    return _TokenGate(app, token) if token else app
+    return _Gate(app, token)
 
 
 class RlaEnvClient(EnvClient[TextAction, TextObservation, EpisodeState]):
@@ -201,7 +222,7 @@ class RlaEnvClient(EnvClient[TextAction, TextObservation, EpisodeState]):
     def __init__(self, base_url: str, *, token: str | None = None, **kwargs: Any):
         super().__init__(base_url, **kwargs)
         if token:
-            self._ws_url += f"?token={token}"
+            self._ws_url += f"?token={quote(token, safe='')}"
 
     def _step_payload(self, action: TextAction) -> dict[str, Any]:
         return {"text": action.text}

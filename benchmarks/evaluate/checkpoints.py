@@ -76,7 +76,8 @@ class PolicySource:
 
 
 def _is_model_dir(path: Path) -> bool:
-    return (path / "config.json").is_file()
+    """A full model (config.json) or a LoRA adapter (adapter_config.json: transformers loads it over its base)."""
+    return (path / "config.json").is_file() or (path / "adapter_config.json").is_file()
 
 
 def _run_config(run_dir: Path):

@@ -35,7 +35,7 @@ from rla_train.backends.base import Generation, Prompt, Sample, SamplingParams, 
 from rla_train.backends.control_tokens import text_token_ids
 from rla_train.backends.hf import eval_mode
 
-__all__ = ["ChoiceBackend", "Choice", "admissible_from_prompt", "SCORING_METHODS", "SCORE_REDUCTIONS"]
+__all__ = ["ChoiceBackend", "Choice", "decoder_of", "admissible_from_prompt", "SCORING_METHODS", "SCORE_REDUCTIONS"]
 
 SCORING_METHODS = ("packed", "cache", "full")
 
@@ -44,6 +44,13 @@ SCORE_REDUCTIONS = ("sum", "mean")
 
 _LISTING = re.compile(r"\n\nAdmissible actions: (?P<flat>[^\n]*)\n"
                       r"|\n\nAdmissible actions:\n(?P<numbered>(?:\d+\. [^\n]*\n?)+)")
+
+
+def decoder_of(model):
+    """The decoder stack of a causal LM (its hidden states, before the output head); through a peft adapter's
+    wrapper too, whose ``base_model`` is peft's tuner, not the decoder (the adapter's layers stay active)."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return inner.base_model
 
 
 def admissible_from_prompt(prompt: Prompt) -> list[str]:
@@ -320,7 +327,7 @@ class ChoiceBackend:
         mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min).unsqueeze(1)
         device = model.device
         # the decoder's hidden states, then the output head on the scored positions only (not rows x width x vocab)
-        hidden = model.base_model(input_ids=ids.to(device), attention_mask=mask.to(device),
+        hidden = decoder_of(model)(input_ids=ids.to(device), attention_mask=mask.to(device),
                                   position_ids=positions.to(device), use_cache=False).last_hidden_state
         self.forward_passes += 1
         picked = hidden[torch.tensor(owners, device=device), torch.tensor(where, device=device)]

@@ -209,6 +209,22 @@ def _read_yaml(path: str | os.PathLike) -> Any:
         raise ConfigError(f"config file {str(path)!r} is not valid YAML: {error}") from error
 
 
+def _merge_file(data: dict[str, dict], path: Path, seen: tuple[Path, ...]) -> None:
+    """Put the YAML file at ``path`` over ``data``; a file's ``extends: other.yaml`` (relative to the file) is put
+    first, so a variant names only what it changes (configs/alfworld-qwen2.5-7b-lora.yaml)."""
+    content = _read_yaml(path)
+    if isinstance(content, Mapping) and "extends" in content:
+        content = dict(content)
+        base = content.pop("extends")
+        if not isinstance(base, str) or not base:
+            raise ConfigError(f"extends in {str(path)!r} must name a YAML file, got {base!r}")
+        base_path = (path.parent / base).resolve()
+        if base_path in seen or len(seen) > 8:
+            raise ConfigError(f"config files extend each other in a loop or too deep: {[str(p) for p in seen]}")
+        _merge_file(data, base_path, (*seen, path.resolve()))
+    _merge(data, content, f" in {os.fspath(path)}")
+
+
 def parse_value(raw: str, where: str) -> Any:
     """A command-line value read as YAML: ``1e-6``, ``true``, ``[a, b]``, ``{k: v}``; other text stays text.
 
@@ -274,7 +290,7 @@ def load_config(path: str | os.PathLike | None = None, overrides: Iterable[str] 
     """
     data = TrainConfig().to_dict()
     if path is not None:
-        _merge(data, _read_yaml(path), f" in {os.fspath(path)}")
+        _merge_file(data, Path(path), seen=())
     config = TrainConfig.from_dict(apply_overrides(data, overrides))
     if check_hardware:
         config.check_hardware()

@@ -55,6 +55,13 @@ def check_sections(config: TrainConfig) -> None:
         raise ConfigError(f"train.mode={name} trains a reward model that shares the policy's weights (reward_model.model="
                           f"{SAME_AS_POLICY}), whose updates the policy's vLLM engine would not see; name a separate "
                           "reward model, use train.mode=policy, or policy.backend=transformers")
+    if policy.use_peft and policy.backend == "vllm":
+        raise ConfigError("policy.use_peft with policy.backend=vllm: syncing a LoRA adapter into the vLLM engine is not "
+                          "built yet; use policy.backend=transformers, or train every weight (policy.use_peft=false)")
+    if rm.use_peft and (rm.model == SAME_AS_POLICY or rm.backend != "transformers" or rm.kind != "model"):
+        raise ConfigError("reward_model.use_peft adapts a reward model rla loads itself (reward_model.kind=model, backend "
+                          f"transformers, its own model), not model={rm.model}, backend={rm.backend}, kind={rm.kind}; a "
+                          "judge that shares the policy's model shares its adapter: set policy.use_peft instead")
     if rm.model == SAME_AS_POLICY and rm.backend != policy.backend:
         raise ConfigError(f"reward_model.model={SAME_AS_POLICY} shares the policy's backend, but reward_model.backend"
                           f"={rm.backend} and policy.backend={policy.backend}; set both to the same")

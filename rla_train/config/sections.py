@@ -38,6 +38,14 @@ class EnvConfig(Section):
                                               "docker-backed envs land where their provider runs (e.g. {desktop: 1})")
 
 
+_LORA = {"use_peft": "train a LoRA adapter (peft) instead of every weight: warm starts and updates train the adapter "
+                     "alone, checkpoints hold it (TRL ModelConfig use_peft; rla_train.cotrainer.lora)",
+         "lora_r": "LoRA rank (TRL lora_r)", "lora_alpha": "LoRA alpha, the adapter's scale alpha / r (TRL lora_alpha)",
+         "lora_dropout": "dropout on the adapter's input (TRL lora_dropout)",
+         "lora_target_modules": "modules that get an adapter: null (peft's default for the architecture), all-linear, "
+                                "or a list of module names (TRL lora_target_modules)"}
+
+
 @dataclass
 class PolicyConfig(Section):
     """The policy model, how it generates, and its optimiser (names follow TRL's GRPOConfig where it has them)."""
@@ -107,6 +115,11 @@ class PolicyConfig(Section):
                               "mean_std_norm (centred and divided by the std: the episode level is then outcome_only's "
                               "scale) or mean_norm (centred only); verl-agent's algorithm.gigpo.mode",
                               choices=("mean_std_norm", "mean_norm"))
+    use_peft: bool = setting(False, _LORA["use_peft"])
+    lora_r: int = setting(16, _LORA["lora_r"], ge=1)
+    lora_alpha: int = setting(32, _LORA["lora_alpha"], ge=1)
+    lora_dropout: float = setting(0.05, _LORA["lora_dropout"], ge=0, lt=1)
+    lora_target_modules: str | list[str] | None = setting(None, _LORA["lora_target_modules"])
     kl_reference: str = setting("initial", "what beta's KL penalty is measured against: initial (the model before "
                                 "co-training, TRL's reference model) or pre_update (the policy before this step's updates, "
                                 "k3, as the RLAnything release does)", choices=("initial", "pre_update"))
@@ -174,6 +187,11 @@ class RewardModelConfig(Section):
                              "(agreement with the family's step-label oracle, e.g. ALFWorld's planner, on the policy's "
                              "own rollouts; privileged: needs a family with step labels)",
                              choices=("paper", "balanced", "labelled"))
+    use_peft: bool = setting(False, _LORA["use_peft"])
+    lora_r: int = setting(16, _LORA["lora_r"], ge=1)
+    lora_alpha: int = setting(32, _LORA["lora_alpha"], ge=1)
+    lora_dropout: float = setting(0.05, _LORA["lora_dropout"], ge=0, lt=1)
+    lora_target_modules: str | list[str] | None = setting(None, _LORA["lora_target_modules"])
     task_filter_low: float = setting(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
     task_filter_high: float = setting(0.8, "... and <= this (rla_train.signals.rewards.reward_model_task_filter)", ge=0, le=1)
     max_completion_length: int = setting(32, "most tokens per judgment (reasoning + \\boxed{±1})", alias="max_new_tokens",

@@ -9,5 +9,6 @@
 * :mod:`~rla_train.cotrainer.checkpoint` and :mod:`~rla_train.cotrainer.run_dir`: what a run leaves on disk;
 * :mod:`~rla_train.cotrainer.run_log`, :mod:`~rla_train.cotrainer.pool_metrics` and
   :mod:`~rla_train.cotrainer.plots`: its metrics, the pool's scalars and the learning-curves picture;
-* :mod:`~rla_train.cotrainer.trackers`: the experiment trackers the metrics are mirrored to (``output.report_to``).
+* :mod:`~rla_train.cotrainer.trackers`: the experiment trackers the metrics are mirrored to (``output.report_to``);
+* :mod:`~rla_train.cotrainer.lora`: LoRA adapters for either model (``use_peft``).
 """

@@ -23,6 +23,7 @@ from rla_train.backends import make_backend
 from rla_train.backends.base import SamplingParams
 from rla_train.backends.hf import TransformersBackend
 from rla_train.config import MODES, ConfigError, TrainConfig
+from rla_train.cotrainer.lora import base_model_path, with_adapter
 from rla_train.cotrainer.play_setup import (PROBE_SEED_OFFSET, build_agent, build_judge, env_spec, env_workers,
                                             heldout_engine, heldout_plan, heldout_tasks, load_model, policy_backends,
                                             policy_dtype, policy_sampling)
@@ -216,6 +217,8 @@ def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = Tru
     """
     seed = config.train.seed
     policy_model, policy_tokenizer = load_model(config.policy.model, seed=seed, dtype=policy_dtype(config))
+    if config.policy.use_peft:  # before anything trains it: warm starts and updates train the adapter alone
+        policy_model = with_adapter(policy_model, config.policy, base=base_model_path(config.policy.model, seed=seed))
     policy_trainer = _policy_trainer(config, run_dir, policy_model, policy_tokenizer)
     policy_backend, eval_backend = policy_backends(config, policy_model, policy_tokenizer, policy_trainer)
     reward_model, rm_model, rm_tokenizer, rm_text = build_judge(config, policy_model, policy_tokenizer, rank=rank)

@@ -42,13 +42,14 @@ from rla_train.cotrainer.checkpoint import (CorruptCheckpoint, apply_rng, captur
                                            load_states, restore_rng, save_checkpoint)
 from rla_train.cotrainer.components import build_components
 from rla_train.cotrainer.distributed import ONE_PROCESS, Ranks, merge_rank_metrics
+from rla_train.cotrainer.lora import load_saved_weights
 from rla_train.cotrainer.judge_metrics import (extend_probe, judge_step_metrics, judge_summary, load_probe_extension,
                                                oracle_labels, record_step)
 from rla_train.cotrainer.play_setup import env_spec, play_heldout
 from rla_train.cotrainer.plots import plot_run
 from rla_train.cotrainer.run_dir import SCRATCH_DIRS, RunDirError, claim_run_dir
 from rla_train.cotrainer.run_log import RunLog
-from rla_train.cotrainer.trackers import close_trackers, log_evaluation, open_trackers, summary_scalars
+from rla_train.cotrainer.trackers import close_trackers, log_evaluation, log_summary, open_trackers
 from rla_train.reward_model.label_data import warm_start_data
 from rla_train.reward_model.warm_start import warm_start_reward_model
 from rla_train.signals.metrics import outcome_accuracy, paired_improvement, success_summary
@@ -185,8 +186,10 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: l
         metrics.update({f"pool_{k}": float(v) for k, v in funnel.items()})
         metrics["pool_accepted_total"] = float(parts.feeder.pool.counters.get("accepted", 0))
         # the share of this step's training episodes played on rewritten tasks: how far the env arm reaches
-        on_rewrites = sum(len(group) for task, group in zip(tasks, groups) if task.parent is not None)
-        metrics["pool_rewritten_episode_fraction"] = on_rewrites / max(1, sum(len(group) for group in groups))
+        pool = parts.feeder.pool  # counted as the pool counts them: usable episodes, tasks that are not their root
+        usable = [(task, [e for e in group if e.error is None]) for task, group in zip(tasks, groups)]
+        on_rewrites = sum(len(group) for task, group in usable if pool.root_of(task.id) != task.id)
+        metrics["pool_rewritten_episode_fraction"] = on_rewrites / max(1, sum(len(group) for _, group in usable))
     seconds = time.perf_counter() - started
     episodes = [e for group in groups for e in group]
     metrics.update({"pool_tasks": float(len(parts.feeder.pool.active_tasks())),
@@ -277,12 +280,10 @@ def _restore(checkpoint: Path, parts, ranks: Ranks = ONE_PROCESS) -> tuple[int, 
     Every rank reads the same checkpoint; a data-parallel rank then takes back its own engine counter, judge
     stream and RNG states (a checkpoint of another number of ranks continues, but not exactly: a warning says so).
     """
-    from transformers import AutoModelForCausalLM
-
     states = load_states(checkpoint)
-    parts.policy_model.load_state_dict(AutoModelForCausalLM.from_pretrained(checkpoint / "policy").state_dict())
+    load_saved_weights(parts.policy_model, checkpoint / "policy")  # the adapter alone for a LoRA run
     if (checkpoint / "reward_model").is_dir() and parts.rm_model is not None:
-        parts.rm_model.load_state_dict(AutoModelForCausalLM.from_pretrained(checkpoint / "reward_model").state_dict())
+        load_saved_weights(parts.rm_model, checkpoint / "reward_model")
     parts.policy_trainer.load_state_dicts(states["policy_trainer"])
     if parts.rm_trainer is not None and states["rm_trainer"] is not None:
         parts.rm_trainer.load_state_dicts(states["rm_trainer"])
@@ -434,7 +435,7 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
     try:
         parts = build_components(config, run_dir, progress=progress, rank=ranks.rank)
     except BaseException:
-        close_trackers(trackers)
+        close_trackers(trackers, failed=True)
         raise
     if ranks.rank:
         set_seed(config.train.seed + ranks.rank)  # each rank samples its own numbers
@@ -464,7 +465,7 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
                 _track(trackers, step, results, played)
             _save(run_dir, config, parts, step, history, ranks)
     except BaseException:
-        close_trackers(trackers)
+        close_trackers(trackers, failed=True)
         raise
     finally:
         parts.close()
@@ -484,11 +485,8 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
         summary["judge_vote_balanced_accuracy"] = judge
     summary.update(_paired_tests(history))
     atomic_write_json(run_dir / "summary.json", summary)
-    try:
-        for tracker in trackers:
-            tracker.log_summary(summary_scalars(summary))
-    finally:
-        close_trackers(trackers)
+    log_summary(trackers, step, summary)
+    close_trackers(trackers)
     return summary
 
 
@@ -496,7 +494,8 @@ def _open_trackers(config: TrainConfig, run_dir: Path, checkpoint: Path | None) 
     """The trackers ``output.report_to`` names, opened for this run (a resumed one continues its tracker run)."""
     start = int(load_meta(checkpoint)["step"]) if checkpoint is not None else 0
     return open_trackers(config.output.trackers(), run_dir, project=config.output.project,
-                         run_name=config.output.run_name or run_dir.name, config=config.to_dict(), start_step=start)
+                         run_name=config.output.run_name or run_dir.name, config=config.to_dict(), start_step=start,
+                         resuming=checkpoint is not None)
 
 
 def _track(trackers, step: int, results: dict[str, dict[str, Any]], played: list | None = None) -> None:

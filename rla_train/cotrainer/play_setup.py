@@ -145,6 +145,10 @@ def build_judge(config: TrainConfig, policy_model, policy_tokenizer, *, rank: in
         backend, model, tokenizer = TransformersBackend(policy_model, policy_tokenizer), policy_model, policy_tokenizer
     elif section.backend == "transformers":
         model, tokenizer = load_model(section.model, seed=config.train.seed + 1)
+        if section.use_peft:
+            from rla_train.cotrainer.lora import base_model_path, with_adapter
+
+            model = with_adapter(model, section, base=base_model_path(section.model, seed=config.train.seed + 1))
         backend = TransformersBackend(model, tokenizer)
     else:
         backend, model, tokenizer = make_backend(section.backend, model=section.model,

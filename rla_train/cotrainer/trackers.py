@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib
 import os
 import secrets
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,7 +41,7 @@ from rla_envs.core.files import atomic_write_text
 from rla_train.config.fields import REPORT_TO
 
 __all__ = ["REPORT_TO", "TRAJECTORY_COLUMNS", "Tracker", "TensorBoardTracker", "WandbTracker", "TrackioTracker",
-           "open_trackers", "close_trackers", "log_evaluation", "trajectory_rows", "summary_scalars"]
+           "open_trackers", "close_trackers", "log_evaluation", "log_summary", "trajectory_rows", "summary_scalars"]
 
 TENSORBOARD_DIR = "tensorboard"
 WANDB_ID_FILE = "wandb_run_id"
@@ -57,9 +58,9 @@ class Tracker(Protocol):
 
     def log_table(self, step: int, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None: ...
 
-    def log_summary(self, values: Mapping[str, float | int]) -> None: ...
+    def log_summary(self, step: int, values: Mapping[str, float | int]) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self, failed: bool = False) -> None: ...
 
 
 def _import(name: str, what: str):
@@ -74,9 +75,11 @@ def _import(name: str, what: str):
 class TensorBoardTracker:
     """Scalars and tables (as markdown text) to TensorBoard event files under ``out_dir/tensorboard``."""
 
-    def __init__(self, out_dir: str | os.PathLike, *, start_step: int = 0):
+    def __init__(self, out_dir: str | os.PathLike, *, start_step: int = 0, resuming: bool | None = None):
         writer = _import("torch.utils.tensorboard", "tensorboard").SummaryWriter
-        self._writer = writer(log_dir=str(Path(out_dir) / TENSORBOARD_DIR), purge_step=start_step + 1 if start_step else 0)
+        resuming = bool(start_step) if resuming is None else resuming
+        # a resumed run redoes the steps after its checkpoint: their old events go, the ones up to it stay
+        self._writer = writer(log_dir=str(Path(out_dir) / TENSORBOARD_DIR), purge_step=start_step + 1 if resuming else 0)
 
     def log(self, step: int, values: Mapping[str, float | int]) -> None:
         for name, value in values.items():
@@ -90,22 +93,27 @@ class TensorBoardTracker:
         self._writer.add_text(name, "\n".join(lines), global_step=step)
         self._writer.flush()
 
-    def log_summary(self, values: Mapping[str, float | int]) -> None:
-        self.log_table(0, "summary", ["name", "value"], [[k, v] for k, v in values.items()])
+    def log_summary(self, step: int, values: Mapping[str, float | int]) -> None:
+        self.log_table(step, "summary", ["name", "value"], [[k, v] for k, v in values.items()])
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
         self._writer.close()
 
 
 class WandbTracker:
-    """One W&B run per rla run (resumed with it); files under ``out_dir/wandb``."""
+    """One W&B run per rla run (resumed with it); files under ``out_dir/wandb``.
+
+    A resumed run continues the same W&B run. W&B keeps the first value it got for a step: the steps a crashed run
+    logged after its last checkpoint, which the resumed run redoes, keep their first values in W&B (``metrics.jsonl``
+    holds the resumed run's).
+    """
 
     def __init__(self, out_dir: str | os.PathLike, *, project: str, run_name: str, config: Mapping[str, Any],
-                 start_step: int = 0):
+                 resuming: bool = False):
         self._wandb = _import("wandb", "wandb")
         out_dir = Path(out_dir)
         id_file = out_dir / WANDB_ID_FILE
-        if start_step and id_file.is_file():
+        if resuming and id_file.is_file():
             run_id = id_file.read_text(encoding="utf-8").strip()
         else:  # a fresh run is a new W&B run, even in a directory an earlier run used (--overwrite)
             run_id = secrets.token_hex(8)
@@ -120,19 +128,20 @@ class WandbTracker:
     def log_table(self, step: int, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         self._run.log({name: self._wandb.Table(columns=list(columns), data=[list(r) for r in rows])}, step=step)
 
-    def log_summary(self, values: Mapping[str, float | int]) -> None:
+    def log_summary(self, step: int, values: Mapping[str, float | int]) -> None:
         self._run.summary.update(dict(values))
 
-    def close(self) -> None:
-        self._run.finish()
+    def close(self, failed: bool = False) -> None:
+        self._run.finish(exit_code=1 if failed else 0)
 
 
 class TrackioTracker:
     """trackio's local store (``TRACKIO_DIR``), or a Space when trackio is set up for one."""
 
-    def __init__(self, *, project: str, run_name: str, config: Mapping[str, Any]):
+    def __init__(self, *, project: str, run_name: str, config: Mapping[str, Any], resuming: bool = False):
         self._trackio = _import("trackio", "trackio")
-        self._run = self._trackio.init(project=project, name=run_name, config=dict(config), resume="allow")
+        self._run = self._trackio.init(project=project, name=run_name, config=dict(config),
+                                       resume="allow" if resuming else "never")
 
     def log(self, step: int, values: Mapping[str, float | int]) -> None:
         self._trackio.log(dict(values), step=step)
@@ -143,17 +152,19 @@ class TrackioTracker:
         self._trackio.log({name: self._trackio.Table(dataframe=pandas.DataFrame([list(r) for r in rows],
                                                                                 columns=list(columns)))}, step=step)
 
-    def log_summary(self, values: Mapping[str, float | int]) -> None:
-        self._trackio.log({f"summary/{k}": v for k, v in values.items()})
+    def log_summary(self, step: int, values: Mapping[str, float | int]) -> None:
+        self._trackio.log({f"summary/{k}": v for k, v in values.items()}, step=step)
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
         self._trackio.finish()
 
 
 def open_trackers(report_to: Sequence[str], out_dir: str | os.PathLike, *, project: str, run_name: str,
-                  config: Mapping[str, Any], start_step: int = 0) -> list[Tracker]:
-    """The trackers ``report_to`` names, opened (``none`` and an empty list open none). A missing library raises
-    :class:`~rla_envs.core.errors.MissingDependency` naming its install; trackers opened before it are closed."""
+                  config: Mapping[str, Any], start_step: int = 0, resuming: bool = False) -> list[Tracker]:
+    """The trackers ``report_to`` names, opened (``none`` and an empty list open none). ``resuming``: the run
+    continues from its checkpoint of ``start_step`` steps (step 0 too), so each tracker continues its own run. A
+    missing library raises :class:`~rla_envs.core.errors.MissingDependency` naming its install; trackers opened before
+    it are closed."""
     unknown = [name for name in report_to if name not in REPORT_TO]
     if unknown:
         raise ValueError(f"report_to names {unknown}; known: {', '.join(REPORT_TO)}")
@@ -161,12 +172,12 @@ def open_trackers(report_to: Sequence[str], out_dir: str | os.PathLike, *, proje
     try:
         for name in dict.fromkeys(report_to):
             if name == "tensorboard":
-                opened.append(TensorBoardTracker(out_dir, start_step=start_step))
+                opened.append(TensorBoardTracker(out_dir, start_step=start_step, resuming=resuming))
             elif name == "wandb":
                 opened.append(WandbTracker(out_dir, project=project, run_name=run_name, config=config,
-                                           start_step=start_step))
+                                           resuming=resuming))
             elif name == "trackio":
-                opened.append(TrackioTracker(project=project, run_name=run_name, config=config))
+                opened.append(TrackioTracker(project=project, run_name=run_name, config=config, resuming=resuming))
     except BaseException:
         for tracker in opened:
             tracker.close()
@@ -197,16 +208,24 @@ def trajectory_rows(step: int, episodes: Sequence, *, limit: int = 4, max_chars:
     return rows
 
 
-def close_trackers(trackers: Sequence[Tracker]) -> None:
-    """Close every tracker, even when one raises (the first error is raised after)."""
-    errors = []
+def close_trackers(trackers: Sequence[Tracker], *, failed: bool = False) -> None:
+    """Close every tracker (``failed``: the run stopped on an error, W&B marks it so). A tracker that fails to close
+    is a warning, never an error: the run's own files are written already, and a training error stays the one raised."""
     for tracker in trackers:
         try:
-            tracker.close()
-        except Exception as exc:  # noqa: BLE001 - the rest must still close
-            errors.append(exc)
-    if errors:
-        raise errors[0]
+            tracker.close(failed=failed)
+        except Exception as exc:  # noqa: BLE001 - a tracker must not turn a finished run into a failed one
+            warnings.warn(f"closing the {type(tracker).__name__} failed: {type(exc).__name__}: {exc}", stacklevel=2)
+
+
+def log_summary(trackers: Sequence[Tracker], step: int, summary: Mapping[str, Any]) -> None:
+    """The run's summary (:func:`summary_scalars`) to every tracker; a tracker that fails is a warning."""
+    for tracker in trackers:
+        try:
+            tracker.log_summary(step, summary_scalars(summary))
+        except Exception as exc:  # noqa: BLE001 - summary.json is written already; the run has finished
+            warnings.warn(f"the {type(tracker).__name__} did not take the summary: {type(exc).__name__}: {exc}",
+                          stacklevel=2)
 
 
 def log_evaluation(trackers: Sequence[Tracker], step: int, values: Mapping[str, float | int],

@@ -132,9 +132,13 @@ def anchor_state(episode, index: int) -> tuple[str, tuple[str, ...]]:
     if index >= len(episode.observations):
         raise ValueError(f"episode of task {episode.task_id} has {len(episode.observations)} observations for "
                          f"{episode.num_steps} steps; GiGPO needs the observation before every step")
+    observation = episode.observations[index]
+    if not isinstance(observation, str):  # str() of a screenshot array elides its pixels: different screens collide
+        raise ValueError(f"GiGPO groups steps by their text observation; task {episode.task_id}'s observations are "
+                         f"{type(observation).__name__}, not text (train.mode=gigpo needs a text env)")
     info = episode.infos[index] if index < len(episode.infos) and isinstance(episode.infos[index], dict) else {}
     admissible = info.get("admissible_actions") or ()
-    return str(episode.observations[index]), tuple(str(a) for a in admissible)
+    return observation, tuple(str(a) for a in admissible)
 
 
 def step_rewards(episode, spec: RewardSpec) -> np.ndarray:

@@ -116,6 +116,10 @@ def test_code_over_openenv_scores_a_solution_and_still_confines_programs(cache, 
     outside = tmp_path / "written-by-the-program"
     server = Server("rla/Code-v0", {"mode": "multi", "max_attempts": 3}, cache)
     try:
+        # a loopback server without a token refuses what a web page's request carries: an Origin, a foreign Host
+        assert httpx.get(f"{server.url}/health", timeout=10).status_code == 200
+        assert httpx.get(f"{server.url}/health", headers={"Origin": "https://example.com"}, timeout=10).status_code == 401
+        assert httpx.get(f"{server.url}/health", headers={"Host": "attacker.example"}, timeout=10).status_code == 401
         with RlaEnvClient(server.url) as remote:
             remote.reset(options={"task": task.to_dict()})
             escape = f"open({str(outside)!r}, 'w').write('x')\nprint(int(input()) * 3)\n"
@@ -128,13 +132,13 @@ def test_code_over_openenv_scores_a_solution_and_still_confines_programs(cache, 
 
 
 def test_a_token_server_refuses_requests_and_sessions_without_it(cache):
-    server = Server("rla/Code-v0", {}, cache, token="s3cret")
+    server = Server("rla/Code-v0", {}, cache, token="s3cret+&#/")
     try:
         assert httpx.get(f"{server.url}/health", timeout=10).status_code == 401
         assert httpx.get(f"{server.url}/health", params={"token": "wrong"}, timeout=10).status_code == 401
         with pytest.raises(ConnectionError):
             RlaEnvClient(server.url).connect()
-        with RlaEnvClient(server.url, token="s3cret") as remote:
+        with RlaEnvClient(server.url, token="s3cret+&#/") as remote:  # sent as ?token=, URL-encoded
             assert remote.reset(seed=0).observation.text
     finally:
         server.close()

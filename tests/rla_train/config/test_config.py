@@ -257,3 +257,20 @@ def test_report_to_takes_trl_names_one_or_a_list():
         trackers("output.report_to=mlflow")
     with pytest.raises(ConfigError, match="lists none beside trackers"):
         trackers("output.report_to=[none, wandb]")
+
+
+def test_a_config_file_extends_another_and_names_only_what_it_changes(tmp_path):
+    lora = load_config(REPO_ROOT / "configs" / "alfworld-qwen2.5-7b-lora.yaml", check_hardware=False)
+    full = load_config(REPO_ROOT / "configs" / "alfworld-qwen2.5-7b.yaml", check_hardware=False)
+    assert lora.policy.use_peft and lora.reward_model.use_peft and lora.policy.learning_rate == 1e-5
+    changed = {f"{section}.{name}" for section, fields in full.to_dict().items() for name, value in fields.items()
+               if lora.to_dict()[section][name] != value}
+    assert changed == {f"{role}.{name}" for role in ("policy", "reward_model")
+                       for name in ("use_peft", "lora_target_modules", "learning_rate")} | {"output.dir"}
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\ntrain: {steps: 3}\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(ConfigError, match="extend each other in a loop"):
+        load_config(tmp_path / "a.yaml")
+    (tmp_path / "c.yaml").write_text("extends: [x]\n")
+    with pytest.raises(ConfigError, match="must name a YAML file"):
+        load_config(tmp_path / "c.yaml")

@@ -100,8 +100,10 @@ def _run(args, cache, **popen):
 
 
 @pytest.mark.slow  # three training processes (~2.5 min alone, ~6 min under load); .ci/run runs it
-def test_sigkill_mid_step_then_resume_matches_an_uninterrupted_run(alfworld_cache, tmp_path):
-    common = [arg for pair in (("--set", s) for s in [*SMALL, "train.steps=3"]) for arg in pair]
+@pytest.mark.parametrize("adapters", [[], ["policy.use_peft=true", "reward_model.use_peft=true"]],
+                         ids=["full-weights", "lora"])
+def test_sigkill_mid_step_then_resume_matches_an_uninterrupted_run(adapters, alfworld_cache, tmp_path):
+    common = [arg for pair in (("--set", s) for s in [*SMALL, "train.steps=3", *adapters]) for arg in pair]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     assert _run([*common, "--set", f"output.dir={straight}"], alfworld_cache).wait(timeout=600) == 0
     process = _run([*common, "--set", f"output.dir={killed}"], alfworld_cache)

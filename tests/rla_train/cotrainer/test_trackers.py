@@ -104,7 +104,7 @@ def test_wandb_offline_run_holds_the_metrics_the_table_and_the_summary_and_resum
     for step in (1, 2):
         trackers[0].log(step, {"success_rate": step / 4})
     trackers[0].log_table(2, "trajectories", TRAJECTORY_COLUMNS, [[2, "t", True, 3, 0.5, "look [+1]"]])
-    trackers[0].log_summary({"after/heldout/success_rate": 0.75})
+    trackers[0].log_summary(2, {"after/heldout/success_rate": 0.75})
     close_trackers(trackers)
     run_id = (tmp_path / WANDB_ID_FILE).read_text().strip()
     history, summary = wandb_records(tmp_path)
@@ -113,8 +113,9 @@ def test_wandb_offline_run_holds_the_metrics_the_table_and_the_summary_and_resum
     table = json.loads(next((tmp_path / "wandb").glob("offline-run-*/files/media/table/trajectories_*.json")).read_text())
     assert table["columns"] == TRAJECTORY_COLUMNS and table["data"] == [[2, "t", True, 3, 0.5, "look [+1]"]]
     assert summary["after/heldout/success_rate"] == 0.75
-    # a resumed run (start_step > 0) continues the same W&B run; a fresh one starts another
-    resumed = open_trackers(["wandb"], tmp_path, project="rla-test", run_name="run", config={}, start_step=2)
+    # a resumed run (from any checkpoint, step 0 too) continues the same W&B run; a fresh one starts another
+    resumed = open_trackers(["wandb"], tmp_path, project="rla-test", run_name="run", config={}, start_step=0,
+                            resuming=True)
     resumed[0].log(3, {"success_rate": 1.0})
     close_trackers(resumed)
     assert (tmp_path / WANDB_ID_FILE).read_text().strip() == run_id
@@ -148,4 +149,10 @@ def test_a_training_run_mirrors_its_metrics_tables_and_summary_to_wandb(tmp_path
     assert "judge_good_vote_fraction" in by_step[1] and "trajectories/_type" in by_step[1]  # evaluated at step 1
     assert by_step[2]["heldout_success_rate"] == summary["after"]["success_rate"]
     assert wandb_summary["after/success_rate"] == summary["after"]["success_rate"]
-    assert (tmp_path / "tensorboard").is_dir()
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("success_rate")] == \
+        [(row["step"], pytest.approx(row["success_rate"])) for row in rows]
+    assert [e.step for e in events.Scalars("heldout_success_rate")] == [0, 1, 2]

@@ -82,6 +82,10 @@ def test_the_anchor_state_is_the_observation_with_its_admissible_actions():
     short = Episode(task_id="t", actions=["x"], observations=[], steps=episode(False, ["o", "p"]).steps)
     with pytest.raises(ValueError, match="observation before every step"):
         anchor_state(short, 0)
+    screens = Episode(task_id="t", actions=["click"], observations=[{"screenshot": [0] * 2000}, "after"],
+                      infos=[{}, {}], steps=episode(False, ["o", "p"]).steps)
+    with pytest.raises(ValueError, match="needs a text env"):
+        anchor_state(screens, 0)
 
 
 def test_gigpo_samples_train_every_group_and_report_their_step_signal():
