@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         source = adapter_dir(args.path, args.role)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:  # ValueError: CorruptCheckpoint, none intact
         parser.error(str(exc))
     from rla_train.cotrainer.lora import merge_adapter_dir
 

@@ -55,6 +55,10 @@ def check_model_name(field: str, name: str) -> None:
     if path.is_dir():
         if (path / "config.json").is_file():
             return
+        if (path / "adapter_config.json").is_file():
+            raise ConfigError(f"{field}={name!r} is a LoRA adapter, not a model; merge it into its base first "
+                              f"(python -m rla_train.merge_lora {name} --out DIR, then {field}=DIR), or continue its run "
+                              "with --resume RUN")
         hint = f"; its model is {path / 'policy'}" if (path / "policy" / "config.json").is_file() else ""
         raise ConfigError(f"{field}={name!r} is a directory without a model (no config.json){hint}; pass a model "
                           "directory (e.g. RUN/checkpoints/step-NNNNNN/policy)")

@@ -58,6 +58,10 @@ def check_sections(config: TrainConfig) -> None:
     if policy.use_peft and policy.backend == "vllm":
         raise ConfigError("policy.use_peft with policy.backend=vllm: syncing a LoRA adapter into the vLLM engine is not "
                           "built yet; use policy.backend=transformers, or train every weight (policy.use_peft=false)")
+    if policy.use_peft and policy.beta and policy.kl_reference == "initial":
+        raise ConfigError("policy.use_peft with policy.beta > 0 and policy.kl_reference=initial: TRL measures that KL "
+                          "against a separate reference adapter, which this trainer does not build; use "
+                          "policy.kl_reference=pre_update (the RLAnything release's) or policy.beta=0")
     if rm.use_peft and (rm.model == SAME_AS_POLICY or rm.backend != "transformers" or rm.kind != "model"):
         raise ConfigError("reward_model.use_peft adapts a reward model rla loads itself (reward_model.kind=model, backend "
                           f"transformers, its own model), not model={rm.model}, backend={rm.backend}, kind={rm.kind}; a "

@@ -41,7 +41,8 @@ class EnvConfig(Section):
 _LORA = {"use_peft": "train a LoRA adapter (peft) instead of every weight: warm starts and updates train the adapter "
                      "alone, checkpoints hold it (TRL ModelConfig use_peft; rla_train.cotrainer.lora)",
          "lora_r": "LoRA rank (TRL lora_r)", "lora_alpha": "LoRA alpha, the adapter's scale alpha / r (TRL lora_alpha)",
-         "lora_dropout": "dropout on the adapter's input (TRL lora_dropout)",
+         "lora_dropout": "dropout on the adapter's input (TRL lora_dropout; 0 here, TRL's is 0.05: with dropout an "
+                         "update's forward passes differ from the sampling pass, so the clipped ratio starts away from 1)",
          "lora_target_modules": "modules that get an adapter: null (peft's default for the architecture), all-linear, "
                                 "or a list of module names (TRL lora_target_modules)"}
 
@@ -118,7 +119,7 @@ class PolicyConfig(Section):
     use_peft: bool = setting(False, _LORA["use_peft"])
     lora_r: int = setting(16, _LORA["lora_r"], ge=1)
     lora_alpha: int = setting(32, _LORA["lora_alpha"], ge=1)
-    lora_dropout: float = setting(0.05, _LORA["lora_dropout"], ge=0, lt=1)
+    lora_dropout: float = setting(0.0, _LORA["lora_dropout"], ge=0, lt=1)
     lora_target_modules: str | list[str] | None = setting(None, _LORA["lora_target_modules"])
     kl_reference: str = setting("initial", "what beta's KL penalty is measured against: initial (the model before "
                                 "co-training, TRL's reference model) or pre_update (the policy before this step's updates, "
@@ -190,7 +191,7 @@ class RewardModelConfig(Section):
     use_peft: bool = setting(False, _LORA["use_peft"])
     lora_r: int = setting(16, _LORA["lora_r"], ge=1)
     lora_alpha: int = setting(32, _LORA["lora_alpha"], ge=1)
-    lora_dropout: float = setting(0.05, _LORA["lora_dropout"], ge=0, lt=1)
+    lora_dropout: float = setting(0.0, _LORA["lora_dropout"], ge=0, lt=1)
     lora_target_modules: str | list[str] | None = setting(None, _LORA["lora_target_modules"])
     task_filter_low: float = setting(0.2, "reward-model data only from tasks whose success rate is >= this", ge=0, le=1)
     task_filter_high: float = setting(0.8, "... and <= this (rla_train.signals.rewards.reward_model_task_filter)", ge=0, le=1)

@@ -37,12 +37,15 @@ def _peft():
 
 
 def base_model_path(spec: str, *, seed: int) -> str:
-    """What ``spec`` (a model path, hub id or ``tiny``) loads from: for ``tiny`` the cached tiny model's directory."""
+    """What ``spec`` (a model path, hub id or ``tiny``) loads from, as the adapter records it: a local directory as an
+    absolute path, for ``tiny`` the cached tiny model's directory (rebuilt from the seed if the cache is cleared: pass
+    ``--base`` to ``merge_lora``), a hub id as it is."""
     if spec == "tiny":
         from rla_train.backends.tiny import tiny_model_path
 
         return str(tiny_model_path(seed=seed))
-    return spec
+    path = Path(spec).expanduser()
+    return str(path.resolve()) if path.is_dir() else spec
 
 
 def with_adapter(model, section, *, base: str):
@@ -80,10 +83,13 @@ def load_saved_weights(model, directory: str | os.PathLike) -> None:
                              "run's own config (use_peft: true)")
         from safetensors.torch import load_file
 
+        _same_adapter(model, directory)
         result = _peft().set_peft_model_state_dict(model, load_file(directory / ADAPTER_WEIGHTS))
-        unexpected = getattr(result, "unexpected_keys", [])
-        if unexpected:
-            raise ValueError(f"{directory}: adapter weights that the model has no place for: {unexpected[:5]}")
+        unexpected = list(getattr(result, "unexpected_keys", []))
+        missing = [key for key in getattr(result, "missing_keys", []) if ".lora_" in key]
+        if unexpected or missing:
+            raise ValueError(f"{directory}: the saved adapter does not fit the model's (unexpected {unexpected[:3]}, "
+                             f"missing {missing[:3]}); resume with the run's own lora_* settings")
         return
     if hasattr(model, "peft_config"):
         raise ValueError(f"{directory} holds a full model but the run's model has a LoRA adapter (use_peft: true); "
@@ -91,6 +97,26 @@ def load_saved_weights(model, directory: str | os.PathLike) -> None:
     from transformers import AutoModelForCausalLM
 
     model.load_state_dict(AutoModelForCausalLM.from_pretrained(directory).state_dict())
+
+
+def _same_adapter(model, directory: Path) -> None:
+    """Refuse to load an adapter saved with another rank, scale or set of modules than ``model``'s (a resume with
+    changed ``lora_*`` settings would load part of it, or rescale it, without a word)."""
+    import json
+
+    saved = json.loads((directory / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    built = model.peft_config["default"]
+    pairs = {"r": built.r, "lora_alpha": built.lora_alpha,
+             "target_modules": sorted(built.target_modules) if not isinstance(built.target_modules, str)
+             else built.target_modules}
+    saved_targets = saved.get("target_modules")
+    saved_values = {"r": saved.get("r"), "lora_alpha": saved.get("lora_alpha"),
+                    "target_modules": sorted(saved_targets) if isinstance(saved_targets, list) else saved_targets}
+    differ = {key: (saved_values[key], value) for key, value in pairs.items() if saved_values[key] != value}
+    if differ:
+        raise ValueError(f"{directory} holds an adapter saved with {', '.join(f'{k}={v[0]}' for k, v in differ.items())}"
+                         f", but the model was built with {', '.join(f'{k}={v[1]}' for k, v in differ.items())}; resume "
+                         "with the run's own lora_* settings")
 
 
 def merge_adapter_dir(directory: str | os.PathLike, out: str | os.PathLike, *, base: str | None = None) -> Path:
@@ -110,6 +136,7 @@ def merge_adapter_dir(directory: str | os.PathLike, out: str | os.PathLike, *, b
     merged = peft.PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_path), directory).merge_and_unload()
     out.mkdir(parents=True, exist_ok=True)
     merged.save_pretrained(out)
-    AutoTokenizer.from_pretrained(directory).save_pretrained(out)
+    tokenizer_source = directory if (directory / "tokenizer_config.json").is_file() else base_path
+    AutoTokenizer.from_pretrained(tokenizer_source).save_pretrained(out)
     return out
 

@@ -83,3 +83,50 @@ def test_lora_settings_are_checked_where_they_cannot_apply():
         load_config(None, ["reward_model.use_peft=true", "reward_model.model=same-as-policy"])
     with pytest.raises(ConfigError, match=r"policy.lora_dropout must be >= 0 and < 1, got 1.0"):
         load_config(None, ["policy.use_peft=true", "policy.lora_dropout=1.0"])
+
+
+def test_the_warm_starts_train_the_adapters_alone(alfworld_cache, tmp_path):
+    """The policy's SFT and listwise warm starts and the reward model's warm start, each on its adapter."""
+    from rla_train.cotrainer.loop import train
+    from rla_train.cotrainer.play_setup import load_model
+    from tests.rla_train.cotrainer.test_cotrain import WARM_START
+
+    torch.set_num_threads(1)
+    settings = [s for s in WARM_START if s not in ("train.mode=outcome_only", "reward_model.model=null")]
+    config = load_config(None, [*settings, *LORA, "train.mode=policy+reward", "reward_model.warm_start_steps=4",
+                                "reward_model.warm_start_episodes=2", "reward_model.probe_episodes=0",
+                                "reward_model.probe_policy_episodes=0", f"output.dir={tmp_path}"])
+    summary = train(config, progress=False)
+    assert summary["warm_start"]["warm_start_listwise_steps"] == 8 and "rm_warm_start" in summary
+    for role, seed in (("policy", 0), ("reward_model", 1)):
+        started = _state(tmp_path / "checkpoints" / "step-000000" / role)
+        base = load_model("tiny", seed=seed)[0].state_dict()
+        lora = {name: value for name, value in started.items() if ".lora_B." in name}
+        assert lora and any(value.abs().sum() > 0 for value in lora.values()), role  # B starts at 0: it trained
+        kept = {name: value for name, value in started.items() if ".lora_" not in name}
+        assert all(torch.equal(base[name.replace(".base_layer", "")], value) for name, value in kept.items()), role
+
+
+def test_a_resume_refuses_an_adapter_saved_with_other_settings(tmp_path):
+    from types import SimpleNamespace
+
+    from rla_train.cotrainer.lora import load_saved_weights, with_adapter
+    from rla_train.cotrainer.play_setup import load_model
+
+    def adapted(rank):
+        section = SimpleNamespace(lora_r=rank, lora_alpha=8, lora_dropout=0.0, lora_target_modules=None)
+        return with_adapter(load_model("tiny", seed=0)[0], section, base="tiny-base")
+
+    saved = adapted(4)
+    saved.save_pretrained(tmp_path / "adapter")
+    same = adapted(4)
+    load_saved_weights(same, tmp_path / "adapter")
+    assert all(torch.equal(a, b) for a, b in zip(saved.state_dict().values(), same.state_dict().values()))
+    with pytest.raises(ValueError, match="saved with r=4, but the model was built with r=8"):
+        load_saved_weights(adapted(8), tmp_path / "adapter")
+    with pytest.raises(ValueError, match="built without one"):
+        load_saved_weights(load_model("tiny", seed=0)[0], tmp_path / "adapter")
+    with pytest.raises(ConfigError, match="is a LoRA adapter, not a model; merge it"):
+        load_config(None, [f"policy.model={tmp_path / 'adapter'}"])
+    with pytest.raises(ConfigError, match="kl_reference=pre_update"):
+        load_config(None, ["policy.use_peft=true", "policy.beta=0.01"])
