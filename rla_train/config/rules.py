@@ -55,9 +55,6 @@ def check_sections(config: TrainConfig) -> None:
         raise ConfigError(f"train.mode={name} trains a reward model that shares the policy's weights (reward_model.model="
                           f"{SAME_AS_POLICY}), whose updates the policy's vLLM engine would not see; name a separate "
                           "reward model, use train.mode=policy, or policy.backend=transformers")
-    if policy.use_peft and policy.backend == "vllm":
-        raise ConfigError("policy.use_peft with policy.backend=vllm: syncing a LoRA adapter into the vLLM engine is not "
-                          "built yet; use policy.backend=transformers, or train every weight (policy.use_peft=false)")
     if policy.use_peft and policy.beta and policy.kl_reference == "initial":
         raise ConfigError("policy.use_peft with policy.beta > 0 and policy.kl_reference=initial: TRL measures that KL "
                           "against a separate reference adapter, which this trainer does not build; use "

@@ -77,8 +77,6 @@ def test_evaluate_plays_the_adapter_and_merge_lora_computes_the_same(lora_run, t
 
 
 def test_lora_settings_are_checked_where_they_cannot_apply():
-    with pytest.raises(ConfigError, match="vLLM engine is not built yet"):
-        load_config(None, ["policy.use_peft=true", "policy.backend=vllm"])
     with pytest.raises(ConfigError, match="set policy.use_peft instead"):
         load_config(None, ["reward_model.use_peft=true", "reward_model.model=same-as-policy"])
     with pytest.raises(ConfigError, match=r"policy.lora_dropout must be >= 0 and < 1, got 1.0"):
