@@ -17,6 +17,9 @@ OPTIONAL = {
     **dict.fromkeys(("fastapi", "uvicorn", "pyatspi", "gi", "Xlib", "mss", "pyautogui"),
                     "the desktop controller's runtime (scripts/install-desktop.sh), not the host"),
     "docker": 'the docker extra: pip install "rla[docker]"',
+    "openenv": 'the serve extra: pip install "rla[serve]"',
+    # app.py is the controller's entry point inside the session, where its own directory is on the path
+    "controller": "the desktop controller's runtime (its package is importable inside the session)",
     **dict.fromkeys(("httpx", "openpyxl", "docx", "pandas", "PIL"), 'the desktop extra: pip install "rla[desktop]"'),
 }
 MODULES = sorted(".".join(path.relative_to(PACKAGE_ROOT.parent).with_suffix("").parts).removesuffix(".__init__")
@@ -29,8 +32,10 @@ for name in sys.argv[1:]:
     try:
         importlib.import_module(name)
         results[name] = None
-    except ModuleNotFoundError as error:
-        results[name] = {"missing": (error.name or "").split(".")[0], "error": traceback.format_exc(limit=3)}
+    except ImportError as error:  # a ModuleNotFoundError, or rla's MissingDependency raised from one
+        cause = error if isinstance(error, ModuleNotFoundError) else error.__cause__
+        missing = getattr(cause, "name", None) if isinstance(cause, ModuleNotFoundError) else None
+        results[name] = {"missing": (missing or "").split(".")[0] or None, "error": traceback.format_exc(limit=3)}
     except Exception:
         results[name] = {"missing": None, "error": traceback.format_exc(limit=3)}
 print(json.dumps({"results": results, "loaded": [m for m in %r if m in sys.modules]}))
