@@ -549,7 +549,7 @@ def _loop(config: TrainConfig, parts, run_dir: Path, step: int, history: dict, p
     played = [] if played is None else played
     with run_log as log:
         while step < config.train.steps:
-            metrics = train_step(config, parts, ranks, played)
+            metrics = train_step(config, parts, ranks, played=played)
             step += 1
             record_step(history, metrics)
             if log is not None:

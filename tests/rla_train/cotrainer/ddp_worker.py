@@ -52,12 +52,12 @@ def main() -> int:
     (Path(sys.argv[1]) / f"pid{rank}").write_text(str(os.getpid()))
     step = loop.train_step
 
-    def recorded_step(config, parts, ranks=loop.ONE_PROCESS):
+    def recorded_step(config, parts, ranks=loop.ONE_PROCESS, played=None):
         if not isinstance(parts.engine.run, CountingRun):
             parts.engine.run = CountingRun(parts.engine.run)
         before = parts.engine.run.episodes
         weights_before = [weights_sha256(parts.policy_model), weights_sha256(parts.rm_model)]
-        metrics = step(config, parts, ranks)
+        metrics = step(config, parts, ranks, played=played)
         line = {"policy": weights_sha256(parts.policy_model), "reward_model": weights_sha256(parts.rm_model),
                 "before": weights_before,
                 "episodes": parts.engine.run.episodes - before, "tasks": parts.engine.run.task_ids,
