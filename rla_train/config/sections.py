@@ -386,7 +386,7 @@ class OutputConfig(Section):
     def check(self) -> None:
         if not self.dir:
             raise ConfigError("output.dir must be a directory path, got ''")
-        names = [self.report_to] if isinstance(self.report_to, str) else list(self.report_to)
+        names = self._report_names()
         unknown = [name for name in names if name not in REPORT_TO]
         if unknown:
             raise ConfigError(f"output.report_to names {unknown}; known: {', '.join(REPORT_TO)} (one, or a list)"
@@ -394,10 +394,12 @@ class OutputConfig(Section):
         if "none" in names and len(names) > 1:
             raise ConfigError(f"output.report_to={names} lists none beside trackers; drop none")
 
+    def _report_names(self) -> list[str]:
+        return [self.report_to] if isinstance(self.report_to, str) else list(self.report_to)
+
     def trackers(self) -> list[str]:
         """The trackers to open: ``report_to``'s, plus tensorboard when ``tensorboard`` is true."""
-        names = [self.report_to] if isinstance(self.report_to, str) else list(self.report_to)
-        names = [name for name in names if name != "none"]
+        names = [name for name in self._report_names() if name != "none"]
         return list(dict.fromkeys(names + (["tensorboard"] if self.tensorboard else [])))
 
 

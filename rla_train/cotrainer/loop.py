@@ -173,8 +173,8 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: l
         played[:] = groups
     metrics = {**merge_rank_metrics([rank_metrics for _, _, rank_metrics in gathered]),
                **_episode_metrics(groups, spec, mode, config.reward_model.label_rule)}
-    for task, group in zip(tasks, groups):                                                        # 7
-        usable = [e for e in group if e.error is None]
+    usable_groups = [[e for e in group if e.error is None] for group in groups]
+    for task, usable in zip(tasks, usable_groups):                                                # 7
         if usable:
             parts.feeder.report_group(task.id, [float(e.won) for e in usable], usable)
     if mode.adapt_env:
@@ -187,9 +187,8 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: l
         metrics["pool_accepted_total"] = float(parts.feeder.pool.counters.get("accepted", 0))
         # the share of this step's training episodes played on rewritten tasks: how far the env arm reaches
         pool = parts.feeder.pool  # counted as the pool counts them: usable episodes, tasks that are not their root
-        usable = [(task, [e for e in group if e.error is None]) for task, group in zip(tasks, groups)]
-        on_rewrites = sum(len(group) for task, group in usable if pool.root_of(task.id) != task.id)
-        metrics["pool_rewritten_episode_fraction"] = on_rewrites / max(1, sum(len(group) for _, group in usable))
+        on_rewrites = sum(len(usable) for task, usable in zip(tasks, usable_groups) if pool.root_of(task.id) != task.id)
+        metrics["pool_rewritten_episode_fraction"] = on_rewrites / max(1, sum(map(len, usable_groups)))
     seconds = time.perf_counter() - started
     episodes = [e for group in groups for e in group]
     metrics.update({"pool_tasks": float(len(parts.feeder.pool.active_tasks())),
@@ -211,10 +210,9 @@ def _episode_metrics(groups, spec: RewardSpec, mode, label_rule: str = "no_regre
         accuracy = outcome_accuracy([e.judgments for e in episodes], [e.won for e in episodes])
         if accuracy is not None:
             metrics["rm_outcome_accuracy"] = accuracy
-        # how often the judge changed the policy's signal (0 = the judge adds nothing)
-        metrics["policy_advantage_changed_fraction"] = advantage_change_fraction(groups, spec)
         metrics.update(judge_step_metrics(episodes, label_rule))  # against the family's oracle, where it has one
-    if mode.advantage == "gigpo":  # how often the step-level term changed the signal of GRPO on the outcome
+    if mode.reward_model or mode.advantage == "gigpo":
+        # how often the judge (or GiGPO's step-level term) changed the signal of GRPO on the outcome (0 = nothing)
         metrics["policy_advantage_changed_fraction"] = advantage_change_fraction(groups, spec)
     rewards = [step_rewards(e, spec) for e in episodes if e.error is None and e.num_steps]
     if rewards:

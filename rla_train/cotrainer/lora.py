@@ -8,7 +8,7 @@ and the tokenizer, not the base weights. The adapter's ``base_model_name_or_path
 the checkpoint's directory loads base + adapter (what ``benchmarks.evaluate`` does), and
 ``python -m rla_train.merge_lora CHECKPOINT --out DIR`` writes one merged model for serving.
 
-Settings (per section, TRL's names): ``use_peft``, ``lora_r`` (16), ``lora_alpha`` (32), ``lora_dropout`` (0.05),
+Settings (per section, TRL's names): ``use_peft``, ``lora_r`` (16), ``lora_alpha`` (32), ``lora_dropout`` (0; TRL's 0.05),
 ``lora_target_modules`` (null = peft's default for the architecture, ``all-linear``, or a list of module names).
 """
 
@@ -104,14 +104,14 @@ def _same_adapter(model, directory: Path) -> None:
     changed ``lora_*`` settings would load part of it, or rescale it, without a word)."""
     import json
 
+    def targets(value):  # peft holds a set, its JSON a list, "all-linear" a string
+        return sorted(value) if isinstance(value, (list, set, tuple)) else value
+
     saved = json.loads((directory / ADAPTER_CONFIG).read_text(encoding="utf-8"))
     built = model.peft_config["default"]
-    pairs = {"r": built.r, "lora_alpha": built.lora_alpha,
-             "target_modules": sorted(built.target_modules) if not isinstance(built.target_modules, str)
-             else built.target_modules}
-    saved_targets = saved.get("target_modules")
+    pairs = {"r": built.r, "lora_alpha": built.lora_alpha, "target_modules": targets(built.target_modules)}
     saved_values = {"r": saved.get("r"), "lora_alpha": saved.get("lora_alpha"),
-                    "target_modules": sorted(saved_targets) if isinstance(saved_targets, list) else saved_targets}
+                    "target_modules": targets(saved.get("target_modules"))}
     differ = {key: (saved_values[key], value) for key, value in pairs.items() if saved_values[key] != value}
     if differ:
         raise ValueError(f"{directory} holds an adapter saved with {', '.join(f'{k}={v[0]}' for k, v in differ.items())}"

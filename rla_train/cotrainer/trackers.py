@@ -179,8 +179,7 @@ def open_trackers(report_to: Sequence[str], out_dir: str | os.PathLike, *, proje
             elif name == "trackio":
                 opened.append(TrackioTracker(project=project, run_name=run_name, config=config, resuming=resuming))
     except BaseException:
-        for tracker in opened:
-            tracker.close()
+        close_trackers(opened, failed=True)
         raise
     return opened
 
@@ -220,9 +219,10 @@ def close_trackers(trackers: Sequence[Tracker], *, failed: bool = False) -> None
 
 def log_summary(trackers: Sequence[Tracker], step: int, summary: Mapping[str, Any]) -> None:
     """The run's summary (:func:`summary_scalars`) to every tracker; a tracker that fails is a warning."""
+    values = summary_scalars(summary)
     for tracker in trackers:
         try:
-            tracker.log_summary(step, summary_scalars(summary))
+            tracker.log_summary(step, values)
         except Exception as exc:  # noqa: BLE001 - summary.json is written already; the run has finished
             warnings.warn(f"the {type(tracker).__name__} did not take the summary: {type(exc).__name__}: {exc}",
                           stacklevel=2)
@@ -231,11 +231,12 @@ def log_summary(trackers: Sequence[Tracker], step: int, summary: Mapping[str, An
 def log_evaluation(trackers: Sequence[Tracker], step: int, values: Mapping[str, float | int],
                    episodes: Sequence = ()) -> None:
     """An evaluation's scalars at ``step``, and the trajectory table of ``episodes`` when there are any."""
+    rows = trajectory_rows(step, episodes) if episodes else []
     for tracker in trackers:
         if values:
             tracker.log(step, values)
-        if episodes:
-            tracker.log_table(step, "trajectories", TRAJECTORY_COLUMNS, trajectory_rows(step, episodes))
+        if rows:
+            tracker.log_table(step, "trajectories", TRAJECTORY_COLUMNS, rows)
 
 
 def summary_scalars(summary: Mapping[str, Any]) -> dict[str, float]:
