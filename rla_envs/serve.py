@@ -151,7 +151,7 @@ def _observation(observation: Any, reward: float, terminated: bool, truncated: b
     if not isinstance(observation, str):
         raise TypeError(f"rla_envs.serve serves text envs; this env's observation is a {type(observation).__name__}")
     return TextObservation(text=observation, reward=reward, done=terminated or truncated, truncated=truncated,
-                           info=json.loads(json.dumps(jsonable(info), default=repr)))
+                           info=jsonable(info))
 
 
 class EnvFactory:

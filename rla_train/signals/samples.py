@@ -186,7 +186,7 @@ def _sample(prompt_ids, token_ids, value: float, logprobs, source, meta: dict[st
                   choice_logprobs=getattr(source, "choice_logprobs", None))
 
 
-_GIGPO_COUNTS = ("steps", "shared_steps", "step_advantage_nonzero")
+_GIGPO_COUNTS = ("shared_steps", "step_advantage_nonzero")
 
 
 def policy_samples(groups: Sequence[Sequence], spec: RewardSpec) -> tuple[list[Sample], dict[str, float]]:
@@ -212,7 +212,7 @@ def policy_samples(groups: Sequence[Sequence], spec: RewardSpec) -> tuple[list[S
                                        {"group": group_index, "task_id": episode.task_id, "step": index}))
     stats["zero_advantage_fraction"] = stats["zero_advantage_steps"] / stats["steps"] if stats["steps"] else 0.0
     if spec.advantage == "gigpo":  # how much step-level signal there was: shared anchor states, nonzero step terms
-        total = stats["gigpo_steps"] or 1.0
+        total = stats["steps"] or 1.0  # every step of a GiGPO group is a sample
         stats["gigpo_shared_step_fraction"] = stats["gigpo_shared_steps"] / total
         stats["gigpo_step_advantage_fraction"] = stats["gigpo_step_advantage_nonzero"] / total
     return samples, stats
