@@ -43,6 +43,9 @@ APT_PACKAGES=(
     # apps
     mousepad gnumeric libreoffice-calc libreoffice-writer libreoffice-impress libreoffice-gtk3 xterm
     chromium gimp thunderbird vlc gnome-terminal nautilus
+    # GNOME Videos: the default video player of OSWorld's Ubuntu (with VLC alone, xdg-mime already answers vlc.desktop
+    # and "set VLC as the default video player" would hold at reset)
+    totem
     # what OSWorld's tasks call beside the apps: socat forwards Chrome's DevTools port 9222 -> 1337, xdg-open,
     # sqlite3 (Chrome's History and Cookies files)
     socat xdg-utils sqlite3

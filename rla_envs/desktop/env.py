@@ -86,7 +86,9 @@ class OSWorldEnv(TaskEnv):
     ``app``, ``action_kind`` (``code``, ``WAIT``, ``DONE``, ``FAIL``, ``invalid``), ``action_source``
     (``pyautogui``, ``special``, ``computer_13``), ``action_error``, ``score`` (None until evaluated),
     ``evaluated_on`` (``DONE``, ``FAIL``, ``truncation`` or None) and ``evaluation_error`` (a getter or
-    metric that could not produce a score: the reward is then 0.0 and ``score`` None).
+    metric that could not produce a score: the reward is then 0.0 and ``score`` None). ``reset()``'s info adds
+    ``reset_wait``: how long it waited for the setup's windows (``seconds``, ``expected_window``, ``windows``,
+    ``settled``; None with ``reset_wait_seconds=0``).
 
     ## Expert
     ``expert_action()`` returns the next step of the task's scripted solution (``rla_solution``), or
@@ -101,6 +103,8 @@ class OSWorldEnv(TaskEnv):
     * ``max_steps`` (15), ``screen_size`` (width, height; default: a ready provider's ``screen_size``, else
       ``(1920, 1080)``; the env asks the provider it makes for this size), ``accessibility_tree`` (True),
       ``wait_seconds`` (0.1: pause after each pyautogui action), ``action_timeout`` (60 s),
+      ``reset_wait_seconds`` (20: the most ``reset()`` waits for the windows its setup opened to be mapped and
+      drawn, :mod:`rla_envs.desktop.settle`; 0: no wait),
       ``render_mode`` (``"rgb_array"`` or ``"ansi"``).
 
     ## Version History
@@ -122,6 +126,7 @@ class OSWorldEnv(TaskEnv):
         accessibility_tree: bool = True,
         wait_seconds: float = DEFAULT_WAIT_SECONDS,
         action_timeout: float = 60.0,
+        reset_wait_seconds: float = 20.0,
         render_mode: str | None = None,
     ):
         from rla_envs.desktop.osworld.cache import FileCache
@@ -135,6 +140,8 @@ class OSWorldEnv(TaskEnv):
             raise ValueError(f"screen_size must be (width, height) in pixels, got {screen_size!r}") from None
         if width < 1 or height < 1:
             raise ValueError(f"screen_size must be (width, height) in pixels, got {screen_size!r}")
+        if reset_wait_seconds < 0:
+            raise ValueError(f"reset_wait_seconds must be >= 0 (0: no wait), got {reset_wait_seconds}")
         if wait_seconds < 0 or action_timeout <= 0:
             raise ValueError(f"wait_seconds must be >= 0 and action_timeout > 0, got {wait_seconds}, "
                              f"{action_timeout}")
@@ -152,6 +159,7 @@ class OSWorldEnv(TaskEnv):
         self.use_accessibility_tree = bool(accessibility_tree)
         self.wait_seconds = float(wait_seconds)
         self.action_timeout = float(action_timeout)
+        self.reset_wait_seconds = float(reset_wait_seconds)
         self.cache = FileCache(cache_dir)
         self._provider_spec = provider
         self._provider_options = dict(provider_options or {})
@@ -233,9 +241,32 @@ class OSWorldEnv(TaskEnv):
         self.provider.reset()  # first: a session that died or wedged is replaced here
         client = self._episode_client = self.client
         run_steps(client, raw.get("config") or [], cache=self.cache, task_id=str(raw["id"]))
+        settled = self._wait_until_drawn(client, raw.get("config") or [])
         self._raw, self._app = raw, str(task.meta.get("app", ""))
         self._last = self._fresh_info(kind=None, source=None)
-        return self._observe(task.instruction), self._last
+        observation = self._observe(task.instruction)
+        return observation, {**self._last, "reset_wait": settled}
+
+    def _wait_until_drawn(self, client, steps: list[Any]) -> dict[str, Any] | None:
+        """Wait (at most ``reset_wait_seconds``) until the setup's windows are mapped and the screen holds still
+        (:mod:`rla_envs.desktop.settle`); what the wait found, for ``info["reset_wait"]`` (None: no wait)."""
+        from rla_envs.desktop.client import ControllerError
+        from rla_envs.desktop.osworld.runnable import program_of
+        from rla_envs.desktop.settle import expects_window, wait_until_drawn
+
+        if not self.reset_wait_seconds:
+            return None
+
+        def window_count() -> int:
+            try:
+                reply = client.execute(["wmctrl", "-l"], timeout=10)
+            except ControllerError:
+                return 0
+            return len((reply.get("output") or "").splitlines())
+
+        settled = wait_until_drawn(client.screenshot_array, window_count,
+                                   expect_window=expects_window(steps, program_of), timeout=self.reset_wait_seconds)
+        return settled.as_info()
 
     def _play(self, action: Any) -> Transition:
         """Run the action; evaluate the task when the agent ends the episode or at the step limit."""

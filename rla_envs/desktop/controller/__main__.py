@@ -104,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     scratch.snapshot()
     ipc = SysvIpc()
     ipc.snapshot()
-    xserver = XServerState(desktop.display)
+    from controller.wallpaper import Wallpaper
+
+    wallpaper = Wallpaper(desktop.display)  # kept open for the session's life: its pixmap is the root's background
+    wallpaper.paint()
+    xserver = XServerState(desktop.display, background_pixmap=wallpaper.pixmap_id)
     xserver.snapshot()
     state = State(env=desktop.env, home=home, tracker=tracker, template=template, screen=Screen(), token=token,
                   actions=actions, scratch=scratch, ipc=ipc, xserver=xserver)

@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 EXECUTE_TIMEOUT_S = 110.0  # under the client's 120 s, so a slow command gets this server's clear reply
 OPEN_FILE_TIMEOUT_S = 50.0
+ACTIVATE_WAIT_S = 10.0  # activate_window: how long an app launched by the step before has to map its window
 ACTION_TIMEOUT_S = 60.0
 """An action's time bound when the request names none."""
 MAX_TIMEOUT_S = 600.0
@@ -298,14 +299,18 @@ def create_app(state: State) -> FastAPI:
         windows.activate(state.env, window)
         return PlainTextResponse("File opened and window activated successfully")
 
-    def on_window(data: dict, act, done: str):
-        """Apply ``act`` to the first window the request names (404 when none matches)."""
+    def on_window(data: dict, act, done: str, *, wait: float = 0.0):
+        """Apply ``act`` to the first window the request names, waiting up to ``wait`` s for one (404: none came)."""
         data = _json_body(data)
         name = data.get("window_name")
         if not isinstance(name, str) or not name:
             raise CommandError(f"expected a non-empty 'window_name'; got {name!r}")
-        found = windows.find_windows(state.env, name, strict=bool(data.get("strict", False)),
-                                     by_class=bool(data.get("by_class", False)))
+        strict, by_class = bool(data.get("strict", False)), bool(data.get("by_class", False))
+        deadline = time.monotonic() + wait
+        found = windows.find_windows(state.env, name, strict=strict, by_class=by_class)
+        while not found and time.monotonic() < deadline:
+            time.sleep(0.1)
+            found = windows.find_windows(state.env, name, strict=strict, by_class=by_class)
         if not found:
             return PlainTextResponse(f"Window {name} not found", status_code=404)
         act(state.env, found[0])
@@ -313,7 +318,8 @@ def create_app(state: State) -> FastAPI:
 
     @app.post("/setup/activate_window")
     def activate_window(data: dict):
-        return on_window(data, windows.activate, "Window activated successfully")
+        # OSWorld's tasks launch an app and activate its window in the next step: give the app time to map it
+        return on_window(data, windows.activate, "Window activated successfully", wait=ACTIVATE_WAIT_S)
 
     @app.post("/setup/close_window")
     def close_window(data: dict):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from dataclasses import dataclass
 
-__all__ = ["Window", "list_windows", "find_windows", "activate", "close", "wait_for_window"]
+__all__ = ["Window", "OSWORLD_NAMES", "list_windows", "find_windows", "activate", "close", "wait_for_window"]
 
 
 @dataclass(frozen=True)
@@ -29,15 +30,30 @@ def list_windows(env: dict[str, str]) -> list[Window]:
     return windows
 
 
+OSWORLD_NAMES: dict[str, str] = {"Google Chrome": "Chromium", "google-chrome": "chromium"}
+"""What OSWorld's tasks call a window on its VM -> what the same app's window is called here: the session's browser
+is Chromium (behind a ``google-chrome`` launcher), whose titles end in "- Chromium" and whose class is
+``chromium.Chromium``, where OSWorld's setup steps look for "Google Chrome" (``activate_window``)."""
+
+
+def _names(name: str, *, ignore_case: bool) -> list[str]:
+    """``name`` and, where it uses one of OSWorld's names, the same with this session's name."""
+    local = name
+    for theirs, ours in OSWORLD_NAMES.items():
+        local = re.sub(re.escape(theirs), ours, local, flags=re.IGNORECASE if ignore_case else 0)
+    return [name] if local == name else [name, local]
+
+
 def matches(window: Window, name: str, *, strict: bool = False, by_class: bool = False) -> bool:
-    """wmctrl's rule: a case-insensitive substring, or with ``strict`` the whole string, case-sensitive."""
+    """wmctrl's rule: a case-insensitive substring, or with ``strict`` the whole string, case-sensitive; OSWorld's
+    names for this session's apps (:data:`OSWORLD_NAMES`) match too."""
     if by_class:
         candidates = [window.wm_class, *window.wm_class.split(".")]
     else:
         candidates = [window.title]
     if strict:
-        return name in candidates
-    return any(name.lower() in candidate.lower() for candidate in candidates)
+        return any(alias in candidates for alias in _names(name, ignore_case=False))
+    return any(alias.lower() in candidate.lower() for alias in _names(name, ignore_case=True) for candidate in candidates)
 
 
 def find_windows(env: dict[str, str], name: str, *, strict: bool = False, by_class: bool = False) -> list[Window]:

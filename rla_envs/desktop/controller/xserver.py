@@ -142,8 +142,9 @@ class XServerState:
         display: the X display (default ``$DISPLAY``).
     """
 
-    def __init__(self, display: str | None = None):
+    def __init__(self, display: str | None = None, background_pixmap: int | None = None):
         self.display = display
+        self.background_pixmap = background_pixmap  # the desktop's wallpaper (controller.wallpaper), None: X's default
         self._boot: _Snapshot | None = None
         self._xkb_boot: xkb.Settings | None = None
 
@@ -247,7 +248,8 @@ class XServerState:
         return changed
 
     def _restore_root(self, connection, root) -> list[str]:
-        """The root window's properties as at boot (new ones deleted), its default background and cursor."""
+        """The root window's properties as at boot (new ones deleted), its background (the wallpaper, else X's default)
+        and default cursor."""
         from Xlib import X
 
         changed = []
@@ -260,7 +262,8 @@ class XServerState:
                 root.change_property(connection.intern_atom(name), kind, fmt, value)
                 changed.append(f"root property {name}")
         # None restores the root's default background and cursor (the protocol's rule for the root window)
-        root.change_attributes(background_pixmap=X.NONE, cursor=X.NONE)
+        background = X.NONE if self.background_pixmap is None else self.background_pixmap
+        root.change_attributes(background_pixmap=background, cursor=X.NONE)
         root.clear_area()
         return changed
 

@@ -38,7 +38,8 @@ from rla_envs.desktop.osworld.setup import EMPTY_HISTORY_TASK, EMPTY_HISTORY_URL
 from rla_envs.desktop.osworld.tasks import osworld_json
 
 __all__ = ["not_runnable_reasons", "evaluator_reasons", "steps_reasons", "default_has_app", "program_of",
-           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_GETTERS", "REFUSED_METRICS", "MISSING_SERVICES"]
+           "programs_of", "OPENERS", "REFUSED_STEPS", "REFUSED_GETTERS", "REFUSED_METRICS", "LIVE_WEB_STATE_METRICS",
+           "MISSING_SERVICES"]
 
 HasApp = Callable[[str], bool]
 
@@ -71,6 +72,13 @@ REFUSED_METRICS: dict[str, str] = {
                                 "for any existing file",
 }
 """OSWorld metrics that stay refused on purpose, with the exact reason."""
+
+LIVE_WEB_STATE_METRICS: dict[str, str] = {
+    "is_cookie_deleted": "metric 'is_cookie_deleted': the cookies it asks to delete are set by the live websites its "
+                         "setup opens; the session has no internet, so none exist and the goal holds at reset",
+}
+"""Metrics whose goal is the absence of state that only live websites create: refused when the setup opens web pages
+(a task that seeds the state offline, such as ``update_browse_history``, stays runnable)."""
 
 MISSING_SERVICES: dict[str, str] = {
     "timedatectl": "needs systemd's time service (timedatectl), which the session does not run",
@@ -387,6 +395,27 @@ def evaluator_reasons(evaluator: Any, *, cache: FileCache, task_id: str | None, 
     return reasons
 
 
+def _opens_web_pages(steps: Any) -> bool:
+    """Whether setup steps open http(s) pages (``chrome_open_tabs``)."""
+    if not isinstance(steps, list):
+        return False
+    return any(isinstance(step, Mapping) and step.get("type") == "chrome_open_tabs"
+               and isinstance(step.get("parameters"), Mapping)
+               and isinstance(step["parameters"].get("urls_to_open"), list)
+               and any(str(url).startswith(("http://", "https://")) for url in step["parameters"]["urls_to_open"])
+               for step in steps)
+
+
+def _live_web_state_reasons(raw: Mapping[str, Any]) -> list[str]:
+    """A goal that holds at reset because the state it removes could only come from the internet."""
+    evaluator = raw.get("evaluator")
+    if not isinstance(evaluator, Mapping) or not _opens_web_pages(raw.get("config")):
+        return []
+    funcs = evaluator.get("func")
+    names = funcs if isinstance(funcs, list) else [funcs]
+    return [LIVE_WEB_STATE_METRICS[name] for name in names if isinstance(name, str) and name in LIVE_WEB_STATE_METRICS]
+
+
 def not_runnable_reasons(task_json: Task | Mapping[str, Any], *, cache: FileCache | None = None,
                          has_app: HasApp | None = None) -> list[str]:
     """Every reason this env cannot play the OSWorld task (empty: runnable), without touching a session.
@@ -403,4 +432,5 @@ def not_runnable_reasons(task_json: Task | Mapping[str, Any], *, cache: FileCach
     task_id = raw.get("id")
     reasons = steps_reasons(raw.get("config", []), phase="setup", cache=cache, task_id=task_id, has_app=has_app)
     reasons += evaluator_reasons(raw.get("evaluator"), cache=cache, task_id=task_id, has_app=has_app)
+    reasons += _live_web_state_reasons(raw)
     return list(dict.fromkeys(reasons))  # each reason once, in the order found

@@ -192,7 +192,12 @@ def test_observation_and_info_contract(env):
     assert observation["screenshot"].dtype == np.uint8 and observation["screenshot"].std() > 0
     assert observation["instruction"] == by_osworld_id("rla-os-make-dirs").instruction
     assert "<" in observation["accessibility_tree"]  # OSWorld's XML
-    assert set(info) == INFO_KEYS and info["step"] == 0 and info["score"] is None
+    assert set(info) == INFO_KEYS | {"reset_wait"} and info["step"] == 0 and info["score"] is None
+    # the setup launched xterm: reset waited for its window and a still screen (settle.py)
+    wait = info["reset_wait"]
+    assert wait["settled"] and wait["expected_window"] and wait["windows"] >= 1 and 0 < wait["seconds"] <= 20
+    _, _, _, _, step_info = env.step("WAIT")
+    assert set(step_info) == INFO_KEYS  # reset's wait is reset's alone
 
 
 @pytest.mark.desktop

@@ -3,7 +3,7 @@
 import pytest
 
 from rla_envs.desktop.osworld.cache import HF_FILE_CACHE_PREFIX, FileCache
-from rla_envs.desktop.osworld.runnable import not_runnable_reasons, program_of, programs_of
+from rla_envs.desktop.osworld.runnable import LIVE_WEB_STATE_METRICS, not_runnable_reasons, program_of, programs_of
 from rla_envs.desktop.osworld.tasks import load_task
 
 TASK_ID = "11111111-2222-3333-4444-555555555555"
@@ -224,3 +224,14 @@ def test_open_step_extensions_follow_the_controllers_table():
     for name in ("subtitles.srt", "refs.bib"):
         assert _reasons(_task([{"type": "open", "parameters": {"path": f"/home/user/{name}"}}]), has_app=installed) == []
     assert _reasons(_task([{"type": "open", "parameters": {"path": "/home/user/a.xlsx"}}]), has_app=installed) != []
+
+
+def test_a_goal_that_only_the_internet_could_unmake_is_refused():
+    """chrome/7b6c7e24 ("get rid of Amazon's tracking cookies"): its setup opens amazon.com, offline no cookie is ever
+    set, so the goal would hold at reset; seeded offline (no web page opened) the same metric stays runnable."""
+    opens = [{"type": "chrome_open_tabs", "parameters": {"urls_to_open": ["https://www.amazon.com"]}}]
+    evaluator = {"func": "is_cookie_deleted", "result": {"type": "cookie_data", "dest": "Cookies"},
+                 "expected": {"type": "rule", "rules": {"type": "domains", "domains": [".amazon.com"]}}}
+    assert _reasons(_task(opens, **evaluator)) == [LIVE_WEB_STATE_METRICS["is_cookie_deleted"]]
+    assert _reasons(_task([], **evaluator)) == []
+    assert _reasons(_task([{"type": "chrome_open_tabs", "parameters": {"urls_to_open": "not a list"}}], **evaluator)) == []
