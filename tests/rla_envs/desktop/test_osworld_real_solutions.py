@@ -204,12 +204,24 @@ pyautogui.press("esc")
 poll(lambda: saved_in("bookmark_bar") and not saved_in("other"), "the bookmark to move to the bookmarks bar")
 '''
 
+# gnome-terminal's default profile at 132 columns x 43 rows; the grader opens a terminal with Ctrl+Alt+T and types
+# `stty size` (so the binding and a terminal that keeps its profile's size are what this task tests)
+TERMINAL_132X43 = '''
+import subprocess
+profile = subprocess.run(["gsettings", "get", "org.gnome.Terminal.ProfilesList", "default"], capture_output=True,
+                         text=True, check=True, timeout=30).stdout.strip().strip("'")
+path = f"org.gnome.Terminal.Legacy.Profile:/org/gnome/terminal/legacy/profiles:/:{profile}/"
+for key, value in (("default-size-columns", "132"), ("default-size-rows", "43")):
+    subprocess.run(["gsettings", "set", path, key, value], check=True, timeout=30)
+'''
+
 SOLUTIONS = [
     # os: the settings the task asks about, with gsettings
     ("os/a4d98375-215b-4a4d-aee9-3d4370fccc41", [gsettings("org.gnome.desktop.screensaver", "lock-enabled", "true")]),
     ("os/f9be0997-4b7c-45c5-b05c-4612b44a6118", [gsettings("org.gnome.desktop.notifications", "show-banners",
                                                            "false")]),
     ("os/bedcedc4-4d72-425e-ad62-21960b11fe0d", [gsettings("org.gnome.desktop.session", "idle-delay", "0")]),
+    ("os/13584542-872b-42d8-b299-866967b5c3ef", [TERMINAL_132X43]),
     ("os/3ce045a0-877b-42aa-8d2c-b4a863336ab8", [gsettings("org.gnome.desktop.interface", "text-scaling-factor",
                                                            "1.5")]),
     # multi_apps: VLC as the default app of every video type (xdg-mime)
