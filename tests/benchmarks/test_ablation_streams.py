@@ -1,0 +1,57 @@
+"""benchmarks.ablation.streams: arms replicated over training streams, read from ablation outputs on disk."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from benchmarks.ablation.streams import Run, format_streams, main, read_runs, stream_table
+
+
+def _write_run(root, seed, arm, mode, stream, in_domain, ood, episodes=8):
+    run = root / "real" / f"seed-{seed}" / f"arm-{arm}"
+    (run / "ood").mkdir(parents=True)
+    wins = lambda k: [True] * k + [False] * (episodes - k)  # noqa: E731
+    (run / "summary.json").write_text(json.dumps({"after": {"outcomes": wins(in_domain)}}))
+    (run / "ood" / "summary.json").write_text(json.dumps({"before": {"outcomes": wins(ood)}}))
+    (run / "config.yaml").write_text(f"train:\n  seed: {seed}\n  mode: {mode}\n  training_stream: {stream}\n")
+
+
+def test_streams_are_averaged_within_a_seed_and_the_seed_is_the_unit(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    _write_run(first, 0, "outcome_only", "outcome_only", 0, 2, 1)
+    _write_run(first, 0, "control", "outcome_only", 1, 4, 1)      # the control arm is outcome_only's stream 1
+    _write_run(second, 0, "outcome_only", "outcome_only", 2, 3, 1)
+    _write_run(first, 0, "gigpo", "gigpo", 0, 5, 2)
+    _write_run(first, 1, "outcome_only", "outcome_only", 0, 1, 0)
+    _write_run(first, 1, "gigpo", "gigpo", 0, 3, 2)
+    (first / "real" / "seed-1" / "arm-unfinished").mkdir()         # no summary: not a run
+    runs = read_runs([first, second])
+    assert sorted(runs) == sorted([Run(0, "outcome_only", 0, {"in_domain": .25, "ood": .125}),
+                                   Run(0, "outcome_only", 1, {"in_domain": .5, "ood": .125}),
+                                   Run(0, "outcome_only", 2, {"in_domain": .375, "ood": .125}),
+                                   Run(0, "gigpo", 0, {"in_domain": .625, "ood": .25}),
+                                   Run(1, "outcome_only", 0, {"in_domain": .125, "ood": 0.0}),
+                                   Run(1, "gigpo", 0, {"in_domain": .375, "ood": .25})])
+    table = stream_table(runs, ["outcome_only", "gigpo"])
+    row = table["modes"]["outcome_only"]["in_domain"]
+    assert row["per_seed"][0] == {"streams": {0: .25, 1: .5, 2: .375}, "mean": .375} and row["runs"] == 4
+    # seed 0's three streams around their mean 0.375 (seed 1's single run adds nothing): sqrt(2 x 0.125^2 / 2)
+    assert row["run_sd"] == pytest.approx(0.125)
+    difference = table["differences"]["gigpo - outcome_only"]["in_domain"]
+    assert difference["per_seed"] == {0: pytest.approx(.25), 1: pytest.approx(.25)}
+    assert difference["mean"] == pytest.approx(.25) and difference["n"] == 2
+    assert math.isclose(difference["ci_low"], difference["ci_high"])  # the same difference on both seeds
+    text = format_streams(table)
+    assert "seed 0: 25.0, 50.0, 37.5 (37.5)" in text and "+25.0 [+25.0, +25.0] (2 seeds)" in text
+    assert "| gigpo | in_domain | seed 0: 62.5 (62.5); seed 1: 37.5 (37.5) | n/a |" in text
+
+
+def test_the_command_line_prints_and_writes_the_table(tmp_path, capsys):
+    _write_run(tmp_path, 0, "outcome_only", "outcome_only", 0, 2, 1)
+    _write_run(tmp_path, 0, "gigpo", "gigpo", 0, 4, 1)
+    assert main([str(tmp_path), "--arms", "outcome_only", "gigpo", "--json", str(tmp_path / "t.json")]) == 0
+    assert "gigpo - outcome_only" in capsys.readouterr().out
+    assert json.loads((tmp_path / "t.json").read_text())["differences"]["gigpo - outcome_only"]["in_domain"]["n"] == 1
