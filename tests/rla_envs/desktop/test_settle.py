@@ -105,3 +105,15 @@ def test_the_wallpaper_bands_cover_the_screen_from_aubergine_down():
     assert all(a[0] + a[1] == b[0] for a, b in zip(bands, bands[1:]))
     assert bands[0][2] == 0x2C001E and bands[-1][2] == 0x77216F
     assert gradient_bands(3, bands=64) == [(0, 1, 0x2C001E), (1, 1, gradient_bands(3, bands=3)[1][2]), (2, 1, 0x77216F)]
+
+
+def test_a_negative_reset_wait_is_refused_before_any_session():
+    import pytest
+
+    from rla_envs.desktop.env import OSWorldEnv
+
+    with pytest.raises(ValueError, match="reset_wait_seconds must be >= 0"):
+        OSWorldEnv(reset_wait_seconds=-1)
+    env = OSWorldEnv(reset_wait_seconds=0)  # 0: reset() takes the first frame at once (info["reset_wait"] None)
+    assert env.reset_wait_seconds == 0.0
+    env.close()
