@@ -81,8 +81,14 @@ def processes_to_end(table: Mapping[int, tuple[int, str, int]], *, core: Collect
     ...                  program={10: "/chromium", 11: "/chromium", 12: "/crashpad", 13: "/sh", 14: "/chromium"})
     [12, 13, 14]
     """
+    return _to_end(table, core=core, setup=setup, apps=window_apps(table, owners=owners, program=program))
+
+
+def _to_end(table: Mapping[int, tuple[int, str, int]], *, core: Collection[tuple[int, int]],
+            setup: Collection[tuple[int, int]], apps: Collection[int]) -> list[int]:
+    """:func:`processes_to_end` with the window apps already found."""
     kept = {pid for pid, (_, _, start) in table.items() if (pid, start) in core or (pid, start) in setup}
-    kept |= window_apps(table, owners=owners, program=program)
+    kept |= set(apps)
     return sorted(pid for pid, (_, state, _) in table.items() if pid not in kept and state not in ("Z", "X"))
 
 
@@ -118,11 +124,11 @@ def quiesce(listing, *, core: Collection[tuple[int, int]], setup: Collection[tup
     while True:
         table = listing()
         program = {pid: executable(pid) for pid in table}
-        pids = [pid for pid in processes_to_end(table, core=core, setup=setup, owners=owners, program=program)
-                if pid not in ended]
+        apps = window_apps(table, owners=owners, program=program)  # once per pass: it walks the process tree
+        pids = [pid for pid in _to_end(table, core=core, setup=setup, apps=apps) if pid not in ended]
         if not pids:
             return ended
-        held = held_not_killed(table, pids, window_apps(table, owners=owners, program=program))
+        held = held_not_killed(table, pids, apps)
         ended += end([pid for pid in pids if pid not in held]) + end(sorted(held), signal.SIGSTOP)
         if time.monotonic() > deadline:
             return ended
