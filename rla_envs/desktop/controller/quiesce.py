@@ -12,7 +12,9 @@ controller cannot tell the agent's intent, only where a process came from, so wh
    - a core process (Xvfb, the buses, openbox),
    - one the task's setup started (alive when the episode's first action arrived),
    - the owner of a window the window manager manages (the pid the X server knows from the connection, not the
-     ``_NET_WM_PID`` a client may write), or
+     ``_NET_WM_PID`` a client may write) whose program is an installed app (:func:`installed_app`: under ``/usr``
+     or ``/opt``, which the session's user cannot write, and not an interpreter: a Python or shell process that
+     opened a window of its own runs whatever code the agent gave it), or
    - a descendant of such an owner that runs the same program (Chromium's renderers, Thunderbird's content
      processes),
 
@@ -22,20 +24,37 @@ controller cannot tell the agent's intent, only where a process came from, so wh
 So the apps a solution leaves open (LibreOffice, Chromium, VLC, Thunderbird, a terminal's window) keep running
 and answering, while the scripts the agent left behind are gone before the first evaluator step. Killed, not
 stopped: a stopped process wakes on SIGCONT, which a sibling, or a POSIX timer the process armed itself, sends (a
-stopped writer went on rewriting its file 0.2 s later). A process the agent's code starts that opens a window of
-its own is kept too, and so is a stopped child of a window app, which such an app can wake: the same user can
-always do that, which is why this bounds what a leftover process can do instead of ruling it out
-(docs/threat-model.md).
+stopped writer went on rewriting its file 0.2 s later). An installed app the agent's code starts with a window of
+its own is kept too (an xterm running a loop: its shell is stopped, but the app is the agent's to drive), and so is
+a stopped child of a window app, which such an app can wake: the same user can always do that, which is why this
+bounds what a leftover process can do instead of ruling it out (docs/threat-model.md).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Collection, Mapping
 
-__all__ = ["window_apps", "processes_to_end", "held_not_killed", "executable", "end", "quiesce"]
+__all__ = ["installed_app", "window_apps", "processes_to_end", "held_not_killed", "executable", "end", "quiesce"]
+
+INSTALLED_PREFIXES = ("/usr/", "/opt/")
+"""Where the session's apps are installed: read-only to the session's user (the host's, or the image's, system)."""
+INTERPRETERS = re.compile(r"(python|perl|ruby|node|nodejs|lua|tclsh|wish|php|sh|bash|dash|zsh|ksh|busybox)[\d.]*")
+"""Programs that run whatever code they are given: a window one of them opened does not make it an app."""
+
+
+def installed_app(path: str | None) -> bool:
+    """Whether ``path`` (a process's ``/proc/<pid>/exe``) is an installed program that is not an interpreter.
+
+    >>> [installed_app(p) for p in ("/usr/bin/xterm", "/usr/lib/chromium/chromium", "/usr/bin/python3.11",
+    ...                              "/home/user/a.out", "/tmp/xterm", None)]
+    [True, True, False, False, False, False]
+    """
+    return (path is not None and path.startswith(INSTALLED_PREFIXES)
+            and INTERPRETERS.fullmatch(path.rsplit("/", 1)[-1]) is None)
 
 
 def executable(pid: int) -> str | None:
@@ -48,18 +67,22 @@ def executable(pid: int) -> str | None:
 
 def window_apps(table: Mapping[int, tuple[int, str, int]], *, owners: Collection[int],
                 program: Mapping[int, str | None]) -> set[int]:
-    """The pids of ``table`` that own a window (``owners``) or descend from an owner through processes of the same
-    program (Chromium's zygote and renderers), which keep running while the episode is scored.
+    """The pids of ``table`` that own a window (``owners``) and run an :func:`installed_app`, or descend from such an
+    owner through processes of the same program (Chromium's zygote and renderers): they keep running while the
+    episode is scored.
 
     >>> table = {10: (1, "S", 5), 11: (10, "S", 6), 12: (10, "S", 7), 13: (1, "T", 8), 14: (12, "R", 9)}
-    >>> sorted(window_apps(table, owners={10, 99}, program={10: "/chromium", 11: "/chromium", 12: "/crashpad"}))
+    >>> chromium = "/usr/lib/chromium/chromium"
+    >>> sorted(window_apps(table, owners={10, 99}, program={10: chromium, 11: chromium, 12: "/usr/lib/crashpad"}))
     [10, 11]
+    >>> window_apps(table, owners={13}, program={13: "/usr/bin/python3"})  # the agent's own window: not an app
+    set()
     """
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
     seen: set[int] = set()
-    frontier = [pid for pid in owners if pid in table]
+    frontier = [pid for pid in owners if pid in table and installed_app(program.get(pid))]
     while frontier:
         pid = frontier.pop()
         if pid in seen:
@@ -77,8 +100,9 @@ def processes_to_end(table: Mapping[int, tuple[int, str, int]], *, core: Collect
     setup, not one of the :func:`window_apps`. Stopped ones are named too (a stopped process wakes on SIGCONT).
 
     >>> table = {10: (1, "S", 5), 11: (10, "S", 6), 12: (10, "S", 7), 13: (1, "T", 8), 14: (12, "R", 9)}
+    >>> chromium = "/usr/lib/chromium/chromium"
     >>> processes_to_end(table, core=set(), setup=set(), owners={10},
-    ...                  program={10: "/chromium", 11: "/chromium", 12: "/crashpad", 13: "/sh", 14: "/chromium"})
+    ...                  program={10: chromium, 11: chromium, 12: "/usr/lib/crashpad", 13: "/bin/sh", 14: chromium})
     [12, 13, 14]
     """
     return _to_end(table, core=core, setup=setup, apps=window_apps(table, owners=owners, program=program))

@@ -79,9 +79,34 @@ LEAVE_A_WAKING_WRITER = (
     f"subprocess.Popen(['setsid', 'nohup', '/usr/bin/python3', '-c', {WAKING_WRITER!r}], stdin=subprocess.DEVNULL, "
     "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
 
+# The writer opens an X window of its own first, so that it owns a window the window manager manages.
+WINDOWED_WRITER = (
+    "import time\n"
+    "from Xlib import X, display\n"
+    "d = display.Display()\n"
+    "w = d.screen().root.create_window(0, 0, 50, 50, 0, d.screen().root_depth, background_pixel=0)\n"
+    "w.set_wm_name('rla-windowed-writer')\n"
+    "w.map()\n"
+    "d.sync()\n"
+    "time.sleep(1.5)\n"
+    "while True:\n"
+    "    open(" + repr(ANSWER) + ", 'w').write('solved\\n')\n"
+    "    d.sync()\n"
+    "    time.sleep(0.1)\n")
+LEAVE_A_WINDOWED_WRITER = (
+    "import subprocess, sys\n"
+    f"subprocess.Popen(['setsid', 'nohup', sys.executable, '-c', {WINDOWED_WRITER!r}], stdin=subprocess.DEVNULL, "
+    "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "import time\n"
+    "deadline = time.monotonic() + 30\n"
+    "while 'rla-windowed-writer' not in subprocess.run(['wmctrl', '-l'], capture_output=True, text=True).stdout:\n"
+    "    assert time.monotonic() < deadline, 'the writer never mapped its window'\n"
+    "    time.sleep(0.1)\n")
+
 
 @desktop
-@pytest.mark.parametrize("leave", [LEAVE_A_WRITER, LEAVE_A_WAKING_WRITER], ids=["writer", "self-waking-writer"])
+@pytest.mark.parametrize("leave", [LEAVE_A_WRITER, LEAVE_A_WAKING_WRITER, LEAVE_A_WINDOWED_WRITER],
+                         ids=["writer", "self-waking-writer", "writer-with-its-own-window"])
 def test_a_process_the_agent_left_writing_the_answer_after_done_does_not_change_the_score(env, leave):
     task = _task(postconfig=[{"type": "sleep", "parameters": {"seconds": 3}}])
     info = _play(env, task, [leave, "DONE"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rla_envs.desktop.controller.quiesce import held_not_killed, processes_to_end, window_apps
+from rla_envs.desktop.controller.quiesce import held_not_killed, installed_app, processes_to_end, window_apps
 from rla_envs.desktop.osworld.session_probe import isolated_python
 
 # pid -> (ppid, state, start time); the controller is pid 2
@@ -60,3 +60,13 @@ def test_python_dash_c_steps_run_isolated_and_nothing_else_changes():
     for unchanged in (["python", "/home/user/script.py"], ["pythonista", "-c", "x"], ["sh", "-c", "python -c x"],
                       "python script.py", "echo python -c", [], None):
         assert isolated_python(unchanged) == unchanged
+
+
+def test_a_window_owned_by_an_interpreter_or_a_program_the_agent_wrote_keeps_nothing_alive():
+    """The agent's own window (a Python process that opened one, a binary it wrote) is no app: it ends with the rest;
+    an installed app's window (xterm) keeps it running."""
+    table = {50: (1, "S", 80), 51: (1, "S", 81), 52: (1, "S", 82), 53: (1, "S", 83)}
+    program = {50: "/usr/bin/python3.11", 51: "/home/user/.local/bin/viewer", 52: "/usr/bin/xterm",
+               53: "/opt/rla-desktop/bin/python3"}
+    assert processes_to_end(table, core=set(), setup=set(), owners={50, 51, 52, 53}, program=program) == [50, 51, 53]
+    assert installed_app("/usr/libexec/gnome-terminal-server") and not installed_app("/usr/bin/bash")
