@@ -29,7 +29,7 @@ from typing import Any
 from benchmarks.ablation.aggregate import WARM_START
 from benchmarks.ablation.arms import Arm
 
-__all__ = ["RealSetup", "QUICK_OVERRIDES", "run_real", "finished_real_results", "with_warm_start"]
+__all__ = ["RealSetup", "QUICK_OVERRIDES", "run_real", "finished_real_results", "with_warm_start", "episode_outcomes"]
 
 QUICK_OVERRIDES = (
     "env.train_options.n_per_type=8", "env.max_steps=15", "env.num_envs=8",
@@ -71,7 +71,8 @@ def _run(overrides: list[str], run_dir: Path, log: Callable[[str], None], label:
     return summary
 
 
-def _outcomes(evaluation: dict | None, where: str) -> list[int]:
+def episode_outcomes(evaluation: dict | None, where: str) -> list[int]:
+    """An evaluation's per-episode outcomes (1 won, 0 not, in task order); a clear error naming ``where`` without."""
     if not evaluation or "outcomes" not in evaluation:
         raise KeyError(f"{where} has no per-episode 'outcomes' (1/0 per episode, task order); the paired tests need "
                        "them: rla_train.cotrainer.loop.evaluate must record them")
@@ -159,8 +160,8 @@ def _arm_result(arm: str, seed: int, run_dir: Path, summary: dict[str, Any], ood
     warm start's out-of-domain outcomes, when known)."""
     probe = summary.get("rm_probe_after") or {}
     return {"arm": arm, "seed": seed,
-            "splits": {"in_domain": _outcomes(summary.get("after"), f"{run_dir}/summary.json['after']"),
-                       "ood": _outcomes(ood.get("before"), f"{run_dir / 'ood'}/summary.json['before']")},
+            "splits": {"in_domain": episode_outcomes(summary.get("after"), f"{run_dir}/summary.json['after']"),
+                       "ood": episode_outcomes(ood.get("before"), f"{run_dir / 'ood'}/summary.json['before']")},
             "rm_balanced_accuracy": probe.get("balanced_accuracy"), "curve": _curve(run_dir),
             "heldout_curve": _heldout_curve(run_dir, summary),
             "warm_start_in_domain": (summary.get("before") or {}).get("success_rate"),

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from benchmarks.ablation.real import episode_outcomes
 from benchmarks.ablation.stats import mean_interval
 
 __all__ = ["Run", "read_runs", "stream_table", "format_streams", "main"]
@@ -44,10 +45,10 @@ class Run(NamedTuple):
 
 
 def _rate(evaluation: Mapping[str, Any] | None, where: Path) -> float:
-    outcomes = (evaluation or {}).get("outcomes")
+    outcomes = episode_outcomes(evaluation, str(where))
     if not outcomes:
         raise ValueError(f"{where}: no per-episode outcomes")
-    return float(np.mean([1.0 if won else 0.0 for won in outcomes]))
+    return float(np.mean(outcomes))
 
 
 def read_runs(directories: Sequence[str | Path]) -> list[Run]:
