@@ -21,13 +21,17 @@ from typing import Any
 
 import numpy as np
 
+from rla_envs.desktop.controller.openers import OPENERS
+
 __all__ = ["WINDOWED_PROGRAMS", "Settled", "expects_window", "changed_fraction", "wait_until_drawn"]
 
 WINDOWED_PROGRAMS = frozenset({
-    "google-chrome", "chromium", "vlc", "gimp", "thunderbird", "nautilus", "gnome-terminal", "xterm", "libreoffice",
-    "soffice", "localc", "lowriter", "loimpress", "mousepad", "gedit", "totem", "code", "eog", "evince",
+    *(opener.command[0] for opener in OPENERS), *(opener.program for opener in OPENERS),
+    "chromium", "thunderbird", "nautilus", "gnome-terminal", "xterm", "soffice", "gedit", "totem", "code", "eog",
+    "evince",
 })
-"""Programs that open a window when launched (``socat``, ``pkill`` and the like do not)."""
+"""Programs that open a window when launched: every app an ``open`` step starts (``controller/openers.py``) and the
+others OSWorld's setups launch (``socat``, ``pkill`` and the like open none)."""
 
 POLL_S = 0.25
 STILL_FRACTION = 0.002

@@ -305,12 +305,8 @@ def create_app(state: State) -> FastAPI:
         name = data.get("window_name")
         if not isinstance(name, str) or not name:
             raise CommandError(f"expected a non-empty 'window_name'; got {name!r}")
-        strict, by_class = bool(data.get("strict", False)), bool(data.get("by_class", False))
-        deadline = time.monotonic() + wait
-        found = windows.find_windows(state.env, name, strict=strict, by_class=by_class)
-        while not found and time.monotonic() < deadline:
-            time.sleep(0.1)
-            found = windows.find_windows(state.env, name, strict=strict, by_class=by_class)
+        found = windows.find_windows(state.env, name, strict=bool(data.get("strict", False)),
+                                     by_class=bool(data.get("by_class", False)), wait=wait)
         if not found:
             return PlainTextResponse(f"Window {name} not found", status_code=404)
         act(state.env, found[0])

@@ -56,9 +56,15 @@ def matches(window: Window, name: str, *, strict: bool = False, by_class: bool =
     return any(alias.lower() in candidate.lower() for alias in _names(name, ignore_case=True) for candidate in candidates)
 
 
-def find_windows(env: dict[str, str], name: str, *, strict: bool = False, by_class: bool = False) -> list[Window]:
-    """The windows whose title (or class) matches ``name``."""
-    return [w for w in list_windows(env) if matches(w, name, strict=strict, by_class=by_class)]
+def find_windows(env: dict[str, str], name: str, *, strict: bool = False, by_class: bool = False,
+                 wait: float = 0.0) -> list[Window]:
+    """The windows whose title (or class) matches ``name``, polled for up to ``wait`` s until there is one."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = [w for w in list_windows(env) if matches(w, name, strict=strict, by_class=by_class)]
+        if found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)
 
 
 def activate(env: dict[str, str], window: Window) -> None:
