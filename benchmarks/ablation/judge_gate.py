@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Variant", "parse_variant", "aligned", "measure_seed", "format_table", "main"]
+__all__ = ["Variant", "parse_variant", "aligned", "view_ceiling", "measure_seed", "format_table", "main"]
 
 DEFAULT_VARIANTS = ("144/300", "144/1000", "432/1000", "432/1000/large")
 """The warm start as the CPU default runs it, more steps, three times the episodes, and a larger judge."""
@@ -89,6 +89,36 @@ def aligned(judged: Sequence, labels: Sequence[Sequence[bool | None]]) -> tuple[
     return votes, flat
 
 
+def view_ceiling(prompts: Sequence[str], labels: Sequence[bool]) -> dict[str, Any]:
+    """What the judge's view allows on these steps: the best balanced accuracy any judge that sees only the prompt
+    could get on them (each distinct prompt given the verdict that is right for most of its steps' class weight;
+    an upper bound, measured on the steps themselves), with how many prompts are distinct and how many carry both
+    labels. Near 1.0: the prompt decides the label, and a judge below it is short of learning, not of information.
+
+    >>> view_ceiling(["a", "a", "b", "c"], [True, False, False, False])   # "a" is good once, bad once
+    {'steps': 4, 'distinct_prompts': 3, 'ambiguous_prompts': 1, 'ceiling_balanced_accuracy': 0.8333}
+    """
+    if len(prompts) != len(labels):
+        raise ValueError(f"{len(prompts)} prompts for {len(labels)} labels")
+    groups: dict[str, list[bool]] = {}
+    for prompt, label in zip(prompts, labels):
+        groups.setdefault(prompt, []).append(bool(label))
+    good = sum(bool(label) for label in labels)
+    bad = len(labels) - good
+    right_good = right_bad = 0
+    for group in groups.values():
+        group_good = sum(group)
+        group_bad = len(group) - group_good
+        if good and (not bad or group_good / good >= group_bad / bad):
+            right_good += group_good
+        else:
+            right_bad += group_bad
+    ceiling = None if not good or not bad else round(0.5 * (right_good / good + right_bad / bad), 4)
+    return {"steps": len(labels), "distinct_prompts": len(groups),
+            "ambiguous_prompts": sum(1 for group in groups.values() if 0 < sum(group) < len(group)),
+            "ceiling_balanced_accuracy": ceiling}
+
+
 def _fit(summary: dict[str, Any], history: Sequence[dict[str, Any]]) -> dict[str, float]:
     """How well the judge fits its own warm-start rows by the end: the class-weighted loss and batch accuracy
     (each batch judged before its step) averaged over the last tenth of the steps. Beside the accuracy on the
@@ -137,6 +167,14 @@ def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, ta
             log(f"seed {seed}: {len(episodes)} rollouts, {len(known)} labelled steps ({sum(not k for k in known)} bad), "
                 f"success {sum(e.won for e in episodes)}/{len(episodes)}")
             rm = config.reward_model
+            from rla_train.reward_model.prompts import judge_chat
+
+            labelled = [(judge_chat(e.task, e, i, style=rm.prompt_style), label) for e, episode_labels in
+                        zip(episodes, labels) if episode_labels
+                        for i, label in enumerate(episode_labels[:len(e.actions)]) if label is not None]
+            view = view_ceiling([json.dumps(chat) for chat, _ in labelled], [label for _, label in labelled])
+            log(f"seed {seed}: the judge's view: {view['distinct_prompts']} distinct prompts over {view['steps']} "
+                f"steps, {view['ambiguous_prompts']} with both labels, ceiling {_accuracy(view['ceiling_balanced_accuracy'])}")
             results, data = {}, {}
             for variant in variants:
                 started = time.perf_counter()
@@ -165,7 +203,7 @@ def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, ta
         finally:
             parts.close()
     return {"seed": seed, "label_rule": label_rule, "warm_start": str(warm_start), "rollouts": len(episodes),
-            "labelled_steps": len(known), "bad_steps": sum(not k for k in known), "variants": results}
+            "labelled_steps": len(known), "bad_steps": sum(not k for k in known), "view": view, "variants": results}
 
 
 def format_table(per_seed: Sequence[dict[str, Any]]) -> str:

@@ -53,3 +53,17 @@ def test_the_warm_start_fit_is_the_last_tenth_of_the_steps():
     history = [{"accuracy": 0.5}] * 18 + [{"accuracy": 0.75}, {"accuracy": 1.0}]   # 20 steps: the last tenth is 2
     assert _fit({"last_loss": 0.123456}, history) == {"last_loss": 0.1235, "last_batch_accuracy": 0.875}
     assert _fit({"last_loss": 0.5}, [{"accuracy": 0.25}]) == {"last_loss": 0.5, "last_batch_accuracy": 0.25}
+
+
+def test_the_view_ceiling_gives_each_distinct_prompt_the_verdict_right_for_most_of_its_class_weight():
+    from benchmarks.ablation.judge_gate import view_ceiling
+
+    # 1 good, 3 bad: "a" holds the good step and a bad one; weighted, the good one counts 3x, so "a" is called good
+    assert view_ceiling(["a", "a", "b", "c"], [True, False, False, False]) == {
+        "steps": 4, "distinct_prompts": 3, "ambiguous_prompts": 1, "ceiling_balanced_accuracy": 0.8333}
+    # every prompt decides its label: a judge could be right on all of them
+    assert view_ceiling(["a", "b", "b"], [True, False, False])["ceiling_balanced_accuracy"] == 1.0
+    # one class missing: no balanced accuracy
+    assert view_ceiling(["a"], [True])["ceiling_balanced_accuracy"] is None
+    with pytest.raises(ValueError, match="2 prompts for 1 labels"):
+        view_ceiling(["a", "b"], [True])
