@@ -119,15 +119,6 @@ def view_ceiling(prompts: Sequence[str], labels: Sequence[bool]) -> dict[str, An
             "ceiling_balanced_accuracy": ceiling}
 
 
-def _fit(summary: dict[str, Any], history: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """How well the judge fits its own warm-start rows by the end: the class-weighted loss and batch accuracy
-    (each batch judged before its step) averaged over the last tenth of the steps. Beside the accuracy on the
-    policy's rollouts it tells a judge too small to fit (both low) from one that fits and does not carry over."""
-    tail = history[-max(1, len(history) // 10):]
-    return {"last_loss": round(summary["last_loss"], 4),
-            "last_batch_accuracy": round(sum(row["accuracy"] for row in tail) / len(tail), 4)}
-
-
 def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, tasks: int = 6,
                  label_rule: str | None = None, log=print) -> dict[str, Any]:
     """Every variant's accuracy on the seed's policy's first-step rollouts (see the module docstring);
@@ -188,14 +179,17 @@ def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, ta
                 torch.manual_seed(seed)
                 judge = RewardModel(VerdictChoiceBackend(ChoiceBackend(TransformersBackend(model, tokenizer))),
                                     judgments_per_step=rm.judgments_per_step, prompt_style=rm.prompt_style)
-                history: list[dict[str, Any]] = []
+                # how well it fits its own rows by the end (the last tenth of its steps): beside its accuracy on the
+                # policy's steps, it tells a judge too small to fit (both low) from one that fits and does not carry over
                 fit = warm_start_reward_model(judge, dataset, steps=variant.steps, lr=rm.warm_start_learning_rate,
-                                              seed=seed, log_history=history)
+                                              seed=seed)
                 judged = [(e, episode_labels) for e, episode_labels in zip(episodes, labels) if episode_labels]
                 judge.judge(None, [e for e, _ in judged])
                 votes, flat_labels = aligned([e for e, _ in judged], [episode_labels for _, episode_labels in judged])
                 results[variant.name] = {**_balanced(votes, flat_labels), "warm_start_rows": len(dataset),
-                                         "warm_start_counts": counts, "warm_start_fit": _fit(fit, history),
+                                         "warm_start_counts": counts,
+                                         "warm_start_fit": {"last_loss": round(fit["last_loss"], 4),
+                                                            "last_batch_accuracy": round(fit["last_accuracy"], 4)},
                                          "seconds": round(time.perf_counter() - started, 1)}
                 log(f"seed {seed} {variant.name}: vote {_accuracy(results[variant.name]['vote_balanced_accuracy'])}, "
                     f"verdict {_accuracy(results[variant.name]['verdict_balanced_accuracy'])} "

@@ -75,9 +75,10 @@ def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-
             the class-weighted share of the batch judged right before the step).
 
     Returns:
-        ``{"steps", "rows", "good", "bad", "first_loss", "last_loss", "seconds"}``: the loss averaged over
-        the first and the last tenth of the steps (class-weighted cross-entropy; log 2 = 0.693 is chance),
-        and the wall time it took (reported, never deciding anything).
+        ``{"steps", "rows", "good", "bad", "first_loss", "last_loss", "last_accuracy", "seconds"}``: the loss
+        averaged over the first and the last tenth of the steps (class-weighted cross-entropy; log 2 = 0.693 is
+        chance), the class-weighted batch accuracy over the last tenth (how well the judge fits its own rows by
+        the end), and the wall time it took (reported, never deciding anything).
     """
     import torch
     from tqdm.auto import tqdm
@@ -105,6 +106,7 @@ def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-
     generator = torch.Generator().manual_seed(seed)
     order: list[int] = []
     losses: list[float] = []
+    accuracies: list[float] = []
     started = time.perf_counter()
     model.train()
     bar = tqdm(range(steps), desc="warm start: reward model", unit="step", disable=not progress, leave=False)
@@ -117,6 +119,7 @@ def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-
                                 candidates, weights, max_batch_tokens)
             schedule.step()
             losses.append(loss)
+            accuracies.append(right)
             bar.set_postfix(loss=f"{loss:.3f}")
             if log_history is not None:
                 log_history.append({"step": step + 1, "loss": loss, "accuracy": right,
@@ -127,6 +130,7 @@ def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-
     tenth = max(1, steps // 10)
     return {"steps": steps, "rows": len(labels), "good": sum(labels), "bad": len(labels) - sum(labels),
             "first_loss": sum(losses[:tenth]) / tenth, "last_loss": sum(losses[-tenth:]) / tenth,
+            "last_accuracy": sum(accuracies[-tenth:]) / tenth,
             "seconds": time.perf_counter() - started}
 
 

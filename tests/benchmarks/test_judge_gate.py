@@ -47,14 +47,6 @@ def test_votes_and_labels_pair_step_by_step_when_an_episode_has_fewer_labels_tha
     assert votes == [[1, 1], [-1, 1], [-1, -1]] and labels == [True, False, False]
 
 
-def test_the_warm_start_fit_is_the_last_tenth_of_the_steps():
-    from benchmarks.ablation.judge_gate import _fit
-
-    history = [{"accuracy": 0.5}] * 18 + [{"accuracy": 0.75}, {"accuracy": 1.0}]   # 20 steps: the last tenth is 2
-    assert _fit({"last_loss": 0.123456}, history) == {"last_loss": 0.1235, "last_batch_accuracy": 0.875}
-    assert _fit({"last_loss": 0.5}, [{"accuracy": 0.25}]) == {"last_loss": 0.5, "last_batch_accuracy": 0.25}
-
-
 def test_the_view_ceiling_gives_each_distinct_prompt_the_verdict_right_for_most_of_its_class_weight():
     from benchmarks.ablation.judge_gate import view_ceiling
 

@@ -141,6 +141,7 @@ def test_warm_start_memorises_a_small_labelled_set(tiny_model_path, detour_episo
     assert summary["rows"] == len(steps) and summary["bad"] == 3 and len(history) == 60
     assert any(not torch.equal(w, p) for w, p in zip(weights, model.parameters()))
     assert summary["last_loss"] < 0.5 * summary["first_loss"]
+    assert summary["last_accuracy"] == sum(row["accuracy"] for row in history[-6:]) / 6   # the last tenth of 60 steps
     assert after["balanced_accuracy"] == 1.0 and after["auc"] == 1.0, (before, after)
     assert not model.training
 
