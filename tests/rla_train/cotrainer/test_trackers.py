@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import struct
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,32 +18,48 @@ from rla_train.cotrainer.trackers import (TRAJECTORY_COLUMNS, WANDB_ID_FILE, clo
                                           summary_scalars, trajectory_rows)
 
 
-def wandb_records(run_dir: Path) -> tuple[list[dict], dict]:
-    """The history rows (key -> value) and the last summary of the W&B runs under ``run_dir/wandb``, read from the
-    offline ``run-*.wandb`` files: a 7-byte header, then LevelDB-log records (4-byte CRC, 2-byte length, 1-byte type:
-    1 full, 2 first, 3 middle, 4 last) in 32 KiB blocks, each a ``wandb_internal_pb2.Record``."""
+def wandb_file_records(data: bytes) -> list | None:
+    """The ``wandb_internal_pb2.Record`` s of one offline ``run-*.wandb`` file's bytes: a 7-byte header, then
+    LevelDB-log records (4-byte CRC, 2-byte length, 1-byte type: 1 full, 2 first, 3 middle, 4 last) in 32 KiB blocks.
+    None while the file is not yet whole: W&B's writer process may still be flushing it after ``finish()`` returns, so
+    a record cut short, or a file that does not end with the run's exit record, means "read it again"."""
     from wandb.proto import wandb_internal_pb2
 
+    records, pos, pieces = [], 7, []
+    while pos + 7 <= len(data):
+        if 32768 - pos % 32768 < 7:  # a block's tail too short for a header is padding
+            pos += 32768 - pos % 32768
+            continue
+        _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        if pos + 7 + length > len(data):
+            return None
+        pieces.append(data[pos + 7:pos + 7 + length])
+        pos += 7 + length
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(b"".join(pieces))
+            records.append(record)
+            pieces = []
+    whole = pos == len(data) and not pieces and records and records[-1].WhichOneof("record_type") == "exit"
+    return records if whole else None
+
+
+def wandb_records(run_dir: Path, wait_s: float = 120.0) -> tuple[list[dict], dict]:
+    """The history rows (key -> value) and the last summary of the W&B runs under ``run_dir/wandb``, read from the
+    offline ``run-*.wandb`` files once each is whole (waiting up to ``wait_s`` for W&B's writer to flush them)."""
     history, summary = [], {}
     for path in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb")):
-        data, pos, pieces = path.read_bytes(), 7, []
-        while pos + 7 <= len(data):
-            if 32768 - pos % 32768 < 7:  # a block's tail too short for a header is padding
-                pos += 32768 - pos % 32768
-                continue
-            _, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-            pieces.append(data[pos + 7:pos + 7 + length])
-            pos += 7 + length
-            if kind in (1, 4):
-                record = wandb_internal_pb2.Record()
-                record.ParseFromString(b"".join(pieces))
-                pieces = []
-                if record.WhichOneof("record_type") == "history":
-                    history.append({item.key or "/".join(item.nested_key): json.loads(item.value_json)
-                                    for item in record.history.item})
-                elif record.WhichOneof("record_type") == "summary":
-                    summary.update({item.key or "/".join(item.nested_key): json.loads(item.value_json)
-                                    for item in record.summary.update})
+        deadline = time.monotonic() + wait_s
+        while (records := wandb_file_records(path.read_bytes())) is None:
+            assert time.monotonic() < deadline, f"{path} did not end with a whole exit record within {wait_s} s"
+            time.sleep(0.2)
+        for record in records:
+            if record.WhichOneof("record_type") == "history":
+                history.append({item.key or "/".join(item.nested_key): json.loads(item.value_json)
+                                for item in record.history.item})
+            elif record.WhichOneof("record_type") == "summary":
+                summary.update({item.key or "/".join(item.nested_key): json.loads(item.value_json)
+                                for item in record.summary.update})
     return history, summary
 
 
