@@ -15,8 +15,9 @@ thinned to two per bad one, :func:`rla_train.reward_model.label_data.warm_start_
 accuracy (the majority of the three) are what ``judge_vote_balanced_accuracy`` and
 ``judge_verdict_balanced_accuracy`` report at a co-training step. The gate asks >= 0.80 on every seed.
 
-Variants (``--variants``, names ``E-episodes/K-steps`` and ``large`` for a judge with 128 hidden units and 4 layers
-instead of 64 and 2): the default warm start is ``144/300``. Writes ``OUT/seed-S.json`` (every variant's accuracies
+Variants (``--variants``, names ``E-episodes/K-steps``, then ``/large`` for a judge with 128 hidden units and 4
+layers instead of 64 and 2, ``/onpolicy`` for warm-start rows from the policy's episodes only, ``/linear`` for a
+learning rate that decays linearly to 0 instead of staying constant): the default warm start is ``144/300``. Writes ``OUT/seed-S.json`` (every variant's accuracies
 and class counts) and prints a table. Everything is seeded: the same seed and variants give the same numbers.
 """
 
@@ -43,23 +44,41 @@ LARGE_JUDGE = {"hidden_size": 128, "num_layers": 4, "num_heads": 4}
 
 
 class Variant:
-    """A judge warm start: ``episodes`` labelled episodes, ``steps`` optimizer steps, optionally the larger judge."""
+    """A judge warm start: ``episodes`` labelled episodes, ``steps`` optimizer steps, optionally the larger judge and
+    optionally on-policy rows only (every episode played by the warm-started policy; by default half are the
+    searching expert's)."""
 
-    def __init__(self, episodes: int, steps: int, large: bool = False):
-        self.episodes, self.steps, self.large = int(episodes), int(steps), bool(large)
+    def __init__(self, episodes: int, steps: int, large: bool = False, onpolicy: bool = False, linear: bool = False):
+        self.episodes, self.steps, self.large, self.onpolicy = int(episodes), int(steps), bool(large), bool(onpolicy)
+        self.linear = bool(linear)
+
+    @property
+    def schedule(self) -> str:
+        return "linear" if self.linear else "constant"
+
+    @property
+    def expert_share(self) -> float:
+        return 0.0 if self.onpolicy else 0.5
 
     @property
     def name(self) -> str:
-        return f"{self.episodes}/{self.steps}" + ("/large" if self.large else "")
+        flags = [flag for flag, on in zip(VARIANT_FLAGS, (self.large, self.onpolicy, self.linear)) if on]
+        return "/".join([str(self.episodes), str(self.steps), *flags])
+
+
+VARIANT_FLAGS = ("large", "onpolicy", "linear")
 
 
 def parse_variant(text: str) -> Variant:
-    """``"E/K"`` or ``"E/K/large"`` as a :class:`Variant` (a clear error otherwise)."""
+    """``"E/K"`` followed by any of ``/large``, ``/onpolicy`` and ``/linear`` (in that order) as a :class:`Variant` (a
+    clear error otherwise)."""
     parts = text.split("/")
-    if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts[:2]) or parts[2:] not in ([], ["large"]):
-        raise argparse.ArgumentTypeError(f"a variant is EPISODES/STEPS or EPISODES/STEPS/large (e.g. 144/300), "
-                                         f"got {text!r}")
-    return Variant(int(parts[0]), int(parts[1]), large=len(parts) == 3)
+    flags = parts[2:]
+    if (len(parts) < 2 or not all(p.isdigit() for p in parts[:2]) or len(set(flags)) != len(flags)
+            or not set(flags) <= set(VARIANT_FLAGS) or flags != [f for f in VARIANT_FLAGS if f in flags]):
+        raise argparse.ArgumentTypeError(f"a variant is EPISODES/STEPS[/large][/onpolicy][/linear] (e.g. 144/300, "
+                                         f"1296/8000/linear), got {text!r}")
+    return Variant(int(parts[0]), int(parts[1]), **{flag: flag in flags for flag in VARIANT_FLAGS})
 
 
 def _balanced(votes: list[list[int]], labels: list[bool | None]) -> dict[str, float | None]:
@@ -169,12 +188,14 @@ def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, ta
             results, data = {}, {}
             for variant in variants:
                 started = time.perf_counter()
-                if variant.episodes not in data:
-                    data[variant.episodes] = warm_start_data(parts.engine.env.tasks(), episodes=variant.episodes,
-                                                             policy=parts.policy_backend, agent=parts.agent, seed=seed,
-                                                             max_steps=config.env.max_steps, style=rm.prompt_style,
-                                                             rule=label_rule)
-                dataset, counts = data[variant.episodes]
+                rows_key = (variant.episodes, variant.expert_share)
+                if rows_key not in data:
+                    data[rows_key] = warm_start_data(parts.engine.env.tasks(), episodes=variant.episodes,
+                                                     expert_share=variant.expert_share,
+                                                     policy=parts.policy_backend, agent=parts.agent, seed=seed,
+                                                     max_steps=config.env.max_steps, style=rm.prompt_style,
+                                                     rule=label_rule)
+                dataset, counts = data[rows_key]
                 model, tokenizer = load_model("tiny", seed=seed + 1, tiny_options=LARGE_JUDGE if variant.large else None)
                 torch.manual_seed(seed)
                 judge = RewardModel(VerdictChoiceBackend(ChoiceBackend(TransformersBackend(model, tokenizer))),
@@ -182,7 +203,7 @@ def measure_seed(warm_start: Path, seed: int, variants: Sequence[Variant], *, ta
                 # how well it fits its own rows by the end (the last tenth of its steps): beside its accuracy on the
                 # policy's steps, it tells a judge too small to fit (both low) from one that fits and does not carry over
                 fit = warm_start_reward_model(judge, dataset, steps=variant.steps, lr=rm.warm_start_learning_rate,
-                                              seed=seed)
+                                              schedule=variant.schedule, seed=seed)
                 judged = [(e, episode_labels) for e, episode_labels in zip(episodes, labels) if episode_labels]
                 judge.judge(None, [e for e, _ in judged])
                 votes, flat_labels = aligned([e for e, _ in judged], [episode_labels for _, episode_labels in judged])

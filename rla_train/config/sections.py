@@ -218,6 +218,9 @@ class RewardModelConfig(Section):
     warm_start_episodes: int = setting(144, "episodes on the training games whose labelled steps the reward-model warm start "
                                        "trains on: half played by the searching expert, half by the warm-started policy", ge=0)
     warm_start_learning_rate: float = setting(1e-3, "learning rate of the reward-model warm start", gt=0)
+    warm_start_schedule: str = setting("constant", "learning-rate schedule of the reward-model warm start after its "
+                                       "10-step warm-up: constant, or linear down to 0 at the last step",
+                                       choices=("constant", "linear"))
     probe_episodes: int = setting(72, "episodes (expert, epsilon-expert and random) on valid_seen games whose labelled steps "
                                   "form a fixed probe of the reward model's balanced accuracy and AUC, judged at every "
                                   "evaluation (0 = no probe; needs a family with step labels)", ge=0)

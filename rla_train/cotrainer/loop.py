@@ -355,7 +355,8 @@ def _warm_start_reward_model(config: TrainConfig, parts, progress: bool = False)
                                       max_steps=config.env.max_steps, style=section.prompt_style,
                                       rule=section.label_rule)
     summary = warm_start_reward_model(parts.reward_model, dataset, steps=section.warm_start_steps,
-                                      lr=section.warm_start_learning_rate, seed=config.train.seed, progress=progress)
+                                      lr=section.warm_start_learning_rate, schedule=section.warm_start_schedule,
+                                      seed=config.train.seed, progress=progress)
     return {**{k: v for k, v in summary.items() if k != "seconds"}, "counts": counts}
 
 

@@ -53,8 +53,22 @@ def _verdict_backend(judge):
     return backend
 
 
+WARM_START_SCHEDULES = ("constant", "linear")
+"""The reward-model warm start's learning-rate schedules after the warm-up (:func:`lr_factor`)."""
+
+
+def lr_factor(step: int, steps: int, warmup_steps: int, schedule: str) -> float:
+    """The share of the learning rate used by optimizer step ``step`` (0-based) of ``steps``: a linear warm-up over
+    ``warmup_steps`` (1/w, 2/w, ... 1), then 1 to the end (``"constant"``) or down linearly so that the last step's is
+    1/(steps - warmup_steps) of the peak (``"linear"``: the step after the last would be 0)."""
+    warm = min(1.0, (step + 1) / max(1, warmup_steps))
+    if schedule == "constant" or step < warmup_steps:
+        return warm
+    return warm * (steps - step) / max(1, steps - warmup_steps)
+
+
 def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-3, batch_size: int = 16,
-                            warmup_steps: int = 10, weight_decay: float = 0.0, seed: int = 0,
+                            warmup_steps: int = 10, schedule: str = "constant", weight_decay: float = 0.0, seed: int = 0,
                             max_batch_tokens: int = 16_384, progress: bool = False,
                             log_history: list | None = None) -> dict[str, Any]:
     """Train a choice judge's model, in place, to give the oracle's verdict on labelled steps; returns a summary.
@@ -67,6 +81,7 @@ def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-
             (bool), e.g. :func:`~rla_train.reward_model.label_data.judge_dataset`.
         steps: optimizer steps (``batch_size`` rows each; rows in a seeded random order, epoch after epoch).
         lr: AdamW's learning rate after a linear warm-up of ``warmup_steps``.
+        schedule: after the warm-up, ``"constant"`` (``lr`` to the end) or ``"linear"`` (down to 0 at the last step).
         weight_decay: AdamW's weight decay.
         seed: the data order.
         max_batch_tokens: bounds one forward pass (rows x longest row); a step may take several.
@@ -87,6 +102,8 @@ def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-
         raise ValueError(f"steps must be an int >= 1, got {steps!r}")
     if type(batch_size) is not int or batch_size < 1:
         raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    if schedule not in WARM_START_SCHEDULES:
+        raise ValueError(f"schedule must be one of {WARM_START_SCHEDULES}, got {schedule!r}")
     missing = {"prompt", "good"} - set(dataset.column_names)
     if missing:
         raise ValueError(f"dataset needs 'prompt' and 'good' columns (see label_data.judge_dataset); "
@@ -102,7 +119,7 @@ def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-
     candidates = [[backend.good_token], [backend.bad_token]]
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: min(1.0, (k + 1) / max(1, warmup_steps)))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: lr_factor(k, steps, warmup_steps, schedule))
     generator = torch.Generator().manual_seed(seed)
     order: list[int] = []
     losses: list[float] = []
@@ -117,13 +134,13 @@ def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-
             batch, order = order[:batch_size], order[batch_size:]
             loss, right = _step(scorer, optimizer, [inputs[i] for i in batch], [labels[i] for i in batch],
                                 candidates, weights, max_batch_tokens)
-            schedule.step()
+            scheduler.step()
             losses.append(loss)
             accuracies.append(right)
             bar.set_postfix(loss=f"{loss:.3f}")
             if log_history is not None:
                 log_history.append({"step": step + 1, "loss": loss, "accuracy": right,
-                                    "learning_rate": schedule.get_last_lr()[0]})
+                                    "learning_rate": scheduler.get_last_lr()[0]})
     finally:
         bar.close()
         model.eval()

@@ -9,11 +9,19 @@ import pytest
 from benchmarks.ablation.judge_gate import format_table, parse_variant
 
 
-def test_variants_are_named_episodes_steps_and_optionally_large():
+def test_variants_are_named_episodes_steps_and_optionally_large_and_onpolicy():
     variant = parse_variant("432/1000/large")
     assert (variant.episodes, variant.steps, variant.large, variant.name) == (432, 1000, True, "432/1000/large")
     assert parse_variant("144/300").name == "144/300" and not parse_variant("144/300").large
-    for bad in ("144", "144/x", "144/300/huge", "1/2/large/3"):
+    assert parse_variant("144/300").expert_share == 0.5
+    onpolicy = parse_variant("1296/8000/onpolicy")
+    assert (onpolicy.large, onpolicy.onpolicy, onpolicy.expert_share, onpolicy.name) == \
+        (False, True, 0.0, "1296/8000/onpolicy")
+    assert parse_variant("1/2/large/onpolicy").name == "1/2/large/onpolicy"
+    linear = parse_variant("1296/8000/linear")
+    assert (linear.schedule, linear.onpolicy, linear.name) == ("linear", False, "1296/8000/linear")
+    assert parse_variant("144/300").schedule == "constant"
+    for bad in ("144", "144/x", "144/300/huge", "1/2/large/3", "1/2/onpolicy/large", "1/2/large/large", "1/2/linear/onpolicy"):
         with pytest.raises(argparse.ArgumentTypeError, match="EPISODES/STEPS"):
             parse_variant(bad)
 

@@ -8,7 +8,7 @@ from rla_train.reward_model.label_data import (LabelledStep, balance_steps, clas
                                                play_episodes)
 from rla_train.reward_model.prompts import judge_chat
 from rla_train.reward_model.verdicts import VERDICTS
-from rla_train.reward_model.warm_start import class_weights, warm_start_reward_model
+from rla_train.reward_model.warm_start import class_weights, lr_factor, warm_start_reward_model
 from tests.rla_envs.alfworld.conftest import alfworld_cache, alfworld_tasks  # noqa: F401  (session fixtures)
 
 
@@ -116,6 +116,15 @@ def test_class_weights_give_both_classes_half_the_weight():
     assert class_weights([True, True]) == (1.0, 0.0)
 
 
+def test_the_learning_rate_warms_up_then_stays_or_falls_linearly_to_the_last_step():
+    # 10 steps, 4 of warm-up: 1/4, 2/4, 3/4, 1, then constant 1 ... or linear (10 - k) / 6 for k = 4..9
+    assert [lr_factor(k, 10, 4, "constant") for k in range(10)] == [0.25, 0.5, 0.75] + [1.0] * 7
+    assert [lr_factor(k, 10, 4, "linear") for k in range(10)] == \
+        [0.25, 0.5, 0.75, 1.0, 1.0, pytest.approx(5 / 6), pytest.approx(4 / 6), 0.5, pytest.approx(2 / 6),
+         pytest.approx(1 / 6)]
+    assert lr_factor(0, 1, 10, "linear") == 0.1   # all of a run shorter than its warm-up is warm-up
+
+
 def test_warm_start_memorises_a_small_labelled_set(tiny_model_path, detour_episode):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -158,6 +167,8 @@ def test_warm_start_needs_a_choice_judge_and_labelled_rows(detour_episode):
         warm_start_reward_model(RewardModel(Text()), dataset, steps=1)
     with pytest.raises(ValueError, match="'good'"):
         warm_start_reward_model(RewardModel(Text()), dataset.remove_columns("good"), steps=1)
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        warm_start_reward_model(RewardModel(Text()), dataset, steps=1, schedule="cosine")
 
 
 class _LookPolicy:
