@@ -17,8 +17,8 @@ accuracy (the majority of the three) are what ``judge_vote_balanced_accuracy`` a
 
 Variants (``--variants``, names ``E-episodes/K-steps``, then ``/large`` for a judge with 128 hidden units and 4
 layers instead of 64 and 2, ``/onpolicy`` for warm-start rows from the policy's episodes only, ``/linear`` for a
-learning rate that decays linearly to 0 instead of staying constant): the default warm start is ``144/300``. Writes ``OUT/seed-S.json`` (every variant's accuracies
-and class counts) and prints a table. Everything is seeded: the same seed and variants give the same numbers.
+learning rate that decays linearly to 0 instead of staying constant): the default warm start is ``144/300``. Writes
+``OUT/seed-S.json`` (every variant's accuracies and class counts) and prints a table. Everything is seeded: the same seed and variants give the same numbers.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ LARGE_JUDGE = {"hidden_size": 128, "num_layers": 4, "num_heads": 4}
 
 
 class Variant:
-    """A judge warm start: ``episodes`` labelled episodes, ``steps`` optimizer steps, optionally the larger judge and
-    optionally on-policy rows only (every episode played by the warm-started policy; by default half are the
-    searching expert's)."""
+    """A judge warm start: ``episodes`` labelled episodes, ``steps`` optimizer steps, and the flags of
+    :data:`VARIANT_FLAGS`: the larger judge, on-policy rows only (every episode played by the warm-started policy; by
+    default half are the searching expert's), a learning rate decaying linearly (by default constant)."""
 
     def __init__(self, episodes: int, steps: int, large: bool = False, onpolicy: bool = False, linear: bool = False):
         self.episodes, self.steps, self.large, self.onpolicy = int(episodes), int(steps), bool(large), bool(onpolicy)
@@ -62,8 +62,7 @@ class Variant:
 
     @property
     def name(self) -> str:
-        flags = [flag for flag, on in zip(VARIANT_FLAGS, (self.large, self.onpolicy, self.linear)) if on]
-        return "/".join([str(self.episodes), str(self.steps), *flags])
+        return "/".join([str(self.episodes), str(self.steps), *(flag for flag in VARIANT_FLAGS if getattr(self, flag))])
 
 
 VARIANT_FLAGS = ("large", "onpolicy", "linear")

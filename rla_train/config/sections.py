@@ -11,6 +11,7 @@ from rla_envs.core.errors import did_you_mean
 from rla_envs.curriculum.pool_config import REWRITE_RULES, PoolConfig
 from rla_envs.curriculum.sampling import STRATEGIES
 from rla_train.config.fields import BACKENDS, MODES, REPORT_TO, TINY, TRAINABLE_BACKENDS, VLLM_MODES, ConfigError, Section, setting
+from rla_train.reward_model.warm_start import WARM_START_SCHEDULES
 from rla_train.rollout.workers import ENV_BACKENDS
 
 
@@ -220,7 +221,7 @@ class RewardModelConfig(Section):
     warm_start_learning_rate: float = setting(1e-3, "learning rate of the reward-model warm start", gt=0)
     warm_start_schedule: str = setting("constant", "learning-rate schedule of the reward-model warm start after its "
                                        "10-step warm-up: constant, or linear down to 0 at the last step",
-                                       choices=("constant", "linear"))
+                                       choices=WARM_START_SCHEDULES)
     probe_episodes: int = setting(72, "episodes (expert, epsilon-expert and random) on valid_seen games whose labelled steps "
                                   "form a fixed probe of the reward model's balanced accuracy and AUC, judged at every "
                                   "evaluation (0 = no probe; needs a family with step labels)", ge=0)
