@@ -11,6 +11,8 @@ from rla_envs.core.errors import did_you_mean
 from rla_envs.curriculum.pool_config import REWRITE_RULES, PoolConfig
 from rla_envs.curriculum.sampling import STRATEGIES
 from rla_train.config.fields import BACKENDS, MODES, REPORT_TO, TINY, TRAINABLE_BACKENDS, VLLM_MODES, ConfigError, Section, setting
+from rla_train.agents.text_games import PROMPT_STYLES as POLICY_PROMPT_STYLES
+from rla_train.reward_model.prompts import PROMPT_STYLES as JUDGE_PROMPT_STYLES
 from rla_train.reward_model.warm_start import WARM_START_SCHEDULES
 from rla_train.rollout.workers import ENV_BACKENDS
 
@@ -73,7 +75,7 @@ class PolicyConfig(Section):
     history_window: int | None = setting(10, "past steps shown in each prompt (null = the whole episode)", ge=0)
     prompt_style: str = setting("compact", "text games: chat (one turn per step, history window) or compact (one turn: goal, "
                                 "a memory of what the agent saw, the last answer; ~230 tokens, for tiny models)",
-                                choices=("chat", "compact"))
+                                choices=POLICY_PROMPT_STYLES)
     show_admissible: str = setting("none", "text games: which turn lists the admissible commands (last, all, or none: the "
                                    "list then only travels with the prompt, for choice policies)",
                                    choices=("last", "all", "none"))
@@ -212,7 +214,7 @@ class RewardModelConfig(Section):
                                     "λ = 2 does with pm1)", choices=("pm1", "01"))
     prompt_style: str = setting("compact", "judge prompt: full (task, start of the game, earlier steps, the step, what "
                                 "followed, admissible actions) or compact (the goal, the place, what the agent saw before and "
-                                "after the step: for tiny choice judges)", choices=("full", "compact"))
+                                "after the step: for tiny choice judges)", choices=JUDGE_PROMPT_STYLES)
     warm_start_steps: int = setting(300, "steps of training the reward model to give the step-label oracle's verdicts "
                                     "(class-balanced cross-entropy of the two verdicts) before co-training (0 = none; needs "
                                     "verdict_mode=choice and a family with step labels)", ge=0)

@@ -35,9 +35,11 @@ def ten_samples(tokenizer):
 def step_gradients(trainer, samples) -> list[torch.Tensor]:
     """The gradients of one optimizer step of ``trainer.update(samples)`` (taken just before the step)."""
     captured = []
+    step = trainer.optimizer.step  # the step as the learning-rate scheduler wraps it (it counts the steps taken)
 
     def capture(*args, **kwargs):
         captured.append([p.grad.detach().clone() for p in trainer.model.parameters() if p.grad is not None])
+        return step(*args, **kwargs)
 
     trainer.optimizer.step = capture
     trainer.update(samples)
