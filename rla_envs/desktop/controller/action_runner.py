@@ -5,7 +5,9 @@ connected), so an action costs a pipe round trip, not an interpreter start. An a
 within its time bound, or a reset that finds the worker busy, kills the worker's process group; an action
 that ends the worker (``os._exit``, ``os.kill(os.getpid(), 9)``) is an error reply. Either way the next
 action gets a fresh worker. A reset also replaces a worker that ran any action since the last reset, so no
-thread or module state an agent left in it outlives its episode.
+thread or module state an agent left in it outlives its episode. Each worker starts in a Landlock domain of its own
+(:mod:`controller.domain`, entered before its interpreter starts): the agent's code, and everything it starts, cannot
+trace the desktop's core processes, the controller or the evaluator's commands.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+
+from controller import domain
 
 __all__ = ["ActionRunner", "START_TIMEOUT_S"]
 
@@ -61,8 +65,8 @@ class _Worker:
         reply_read, reply_write = os.pipe()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "controller.action_worker", "--requests", str(request_read),
-                 "--replies", str(reply_write)],
+                domain.confined([sys.executable, "-m", "controller.action_worker", "--requests", str(request_read),
+                                 "--replies", str(reply_write)]),
                 env=env, cwd=cwd, pass_fds=(request_read, reply_write), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         except BaseException:

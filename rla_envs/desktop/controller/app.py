@@ -168,13 +168,13 @@ def create_app(state: State) -> FastAPI:
         return PlainTextResponse("Linux")
 
     # ------------------------------------------------------------------ commands
-    def run_command(data: dict):
+    def run_command(data: dict, confine: bool):
         data = _json_body(data)
         shell = bool(data.get("shell", False))
         command = normalise_command(data.get("command"), shell, str(state.home))
         timeout = _timeout(data, "timeout", EXECUTE_TIMEOUT_S)
         try:
-            return state.tracker.execute(command, shell=shell, timeout=timeout)
+            return state.tracker.execute(command, shell=shell, timeout=timeout, confine=confine)
         except subprocess.TimeoutExpired:
             return JSONResponse({"status": "error", "message": f"the command did not finish within {timeout:g} s "
                                  f"and was killed: {command!r}", "output": "", "error": "", "returncode": -1},
@@ -183,10 +183,16 @@ def create_app(state: State) -> FastAPI:
             return JSONResponse({"status": "error", "message": f"cannot run {command!r}: {exc}", "output": "",
                                  "error": str(exc), "returncode": -1}, status_code=500)
 
+    # OSWorld's two paths take the same payload and give the same reply. The evaluator's commands (/execute) run
+    # outside any Landlock domain, the task's setup steps each in one of their own (controller/domain.py), so nothing
+    # a setup step starts and the agent then drives can trace what the evaluator runs.
     @app.post("/execute")
-    @app.post("/setup/execute")  # OSWorld's two paths take the same payload and give the same reply
     def execute(data: dict):
-        return run_command(data)
+        return run_command(data, confine=False)
+
+    @app.post("/setup/execute")
+    def setup_execute(data: dict):
+        return run_command(data, confine=True)
 
     @app.post("/setup/launch")
     def launch(data: dict):
@@ -194,7 +200,7 @@ def create_app(state: State) -> FastAPI:
         shell = bool(data.get("shell", False))
         command = normalise_command(data.get("command"), shell, str(state.home))
         try:
-            state.tracker.launch(command, shell=shell)
+            state.tracker.launch(command, shell=shell, confine=True)
         except OSError as exc:
             return JSONResponse({"status": "error", "message": f"cannot launch {command!r}: {exc}"}, status_code=500)
         return PlainTextResponse(f"{command if shell else ' '.join(command)} launched successfully")
@@ -291,7 +297,7 @@ def create_app(state: State) -> FastAPI:
             if not shutil.which(raw, path=state.env.get("PATH")):
                 return PlainTextResponse(f"Application/file not found: {raw}", status_code=404)
             command, names = [raw], [data.get("window_name") or raw]
-        state.tracker.launch(command)
+        state.tracker.launch(command, confine=True)
         window = windows.wait_for_window(state.env, names, timeout)
         if window is None:
             return PlainTextResponse(f"Failed to find a window titled like {names} within {timeout:g} s after "

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller import domain
+
 __all__ = ["Desktop", "boot_desktop", "BootError"]
 
 logger = logging.getLogger(__name__)
@@ -166,9 +168,11 @@ def boot_desktop(width: int = 1920, height: int = 1080) -> Desktop:
         desktop.display = f":{number}"
         env["DISPLAY"] = desktop.display
 
+        # The buses in Landlock domains of their own (controller/domain.py): the services they start (a terminal's
+        # shell among them) inherit them, so what the agent drives there cannot trace Xvfb, openbox or the grader.
         bus, address = _start_reporting(
-            [_require("dbus-daemon"), f"--config-file={DBUS_SESSION_CONF}", "--nofork", "--nopidfile",
-             f"--address=unix:tmpdir={env['XDG_RUNTIME_DIR']}"],
+            domain.confined([_require("dbus-daemon"), f"--config-file={DBUS_SESSION_CONF}", "--nofork",
+                             "--nopidfile", f"--address=unix:tmpdir={env['XDG_RUNTIME_DIR']}"]),
             env, "dbus-daemon", lambda fd: [f"--print-address={fd}"])
         desktop.processes.append(bus)
         env["DBUS_SESSION_BUS_ADDRESS"] = address
@@ -177,7 +181,8 @@ def boot_desktop(width: int = 1920, height: int = 1080) -> Desktop:
         if launcher is None:
             raise BootError("at-spi-bus-launcher is not installed (package at-spi2-core); run "
                             "scripts/install-desktop.sh")
-        desktop.processes.append(subprocess.Popen([launcher, "--launch-immediately"], env=env, preexec_fn=_die_with_me,
+        desktop.processes.append(subprocess.Popen(domain.confined([launcher, "--launch-immediately"]), env=env,
+                                                  preexec_fn=_die_with_me,
                                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                                   stderr=subprocess.DEVNULL))
 

@@ -3,7 +3,8 @@
 The controller makes itself a *child subreaper*, so every process started in the session (an app started
 with ``/setup/launch``, a ``cmd &`` run by ``/execute``, a daemon that double-forks) stays its descendant.
 The processes alive when the desktop finished booting (Xvfb, the buses, openbox) are the *core*; a reset
-kills every other descendant.
+kills every other descendant. What the task's setup starts (``confine=True``) runs in a Landlock domain of its own
+(:mod:`controller.domain`), so an app the agent drives cannot trace the core or the evaluator's commands.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Collection, Sequence
+
+from controller import domain
 
 __all__ = ["ProcessTracker", "normalise_command", "CommandError"]
 
@@ -217,26 +220,32 @@ class ProcessTracker:
                 logger.exception("the zombie reaper's pass failed; retrying in 1 s")
 
     # ------------------------------------------------------------------ starting
-    def _start(self, command: str | list[str], shell: bool, stdout, stderr) -> subprocess.Popen:
-        """``command`` started in the session's environment and home, its Popen kept to collect its exit."""
+    def _start(self, command: str | list[str], shell: bool, stdout, stderr, confine: bool) -> subprocess.Popen:
+        """``command`` started in the session's environment and home (in a Landlock domain of its own when
+        ``confine``), its Popen kept to collect its exit."""
+        if confine:
+            argv = ["/bin/sh", "-c", command] if shell else list(command)
+            command, shell = domain.confined(argv, path=self.env.get("PATH")), False
         process = subprocess.Popen(command, shell=shell, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL,
                                    stdout=stdout, stderr=stderr, start_new_session=True)
         with self._lock:
             self._owned[process.pid] = process
         return process
 
-    def launch(self, command: str | list[str], *, shell: bool = False) -> subprocess.Popen:
-        """Start ``command`` in the session without waiting for it."""
-        return self._start(command, shell, subprocess.DEVNULL, subprocess.DEVNULL)
+    def launch(self, command: str | list[str], *, shell: bool = False, confine: bool = False) -> subprocess.Popen:
+        """Start ``command`` in the session without waiting for it (in a domain of its own when ``confine``)."""
+        return self._start(command, shell, subprocess.DEVNULL, subprocess.DEVNULL, confine)
 
-    def execute(self, command: str | list[str], *, shell: bool = False, timeout: float = 120.0) -> dict:
-        """Run ``command`` to its end; OSWorld's reply ``{status, output, error, returncode}``.
+    def execute(self, command: str | list[str], *, shell: bool = False, timeout: float = 120.0,
+                confine: bool = False) -> dict:
+        """Run ``command`` to its end (in a domain of its own when ``confine``); OSWorld's reply ``{status,
+        output, error, returncode}``.
 
         Output goes through temporary files, not pipes, so a command that leaves a process in the
         background (``app &``) returns as soon as the command itself has finished.
         """
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            process = self._start(command, shell, out, err)
+            process = self._start(command, shell, out, err, confine)
             try:
                 returncode = process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
