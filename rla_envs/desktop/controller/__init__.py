@@ -26,4 +26,6 @@ Modules:
     app.py        the FastAPI routes and the token check
     action_runner.py  agents' pyautogui code in a worker process: time bounds, taken back on reset
     action_worker.py  that worker (``python -m controller.action_worker``)
+    domain.py     Landlock domains for the worker, the setup's commands and apps and the buses: none can trace
+                  the core processes, the controller or the evaluator's commands
 """
