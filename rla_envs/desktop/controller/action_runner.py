@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from controller import domain
+from . import domain
 
 __all__ = ["ActionRunner", "START_TIMEOUT_S"]
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller import domain
+from . import domain
 
 __all__ = ["Desktop", "boot_desktop", "BootError"]
 

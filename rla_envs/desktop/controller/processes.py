@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Collection, Sequence
 
-from controller import domain
+from . import domain
 
 __all__ = ["ProcessTracker", "normalise_command", "CommandError"]
 
