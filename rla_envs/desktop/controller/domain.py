@@ -32,7 +32,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-__all__ = ["available", "enter", "confined", "SCRIPT"]
+__all__ = ["landlock_abi", "available", "enter", "confined", "SCRIPT"]
 
 SCRIPT = os.path.abspath(__file__)
 """This file: what ``confined`` runs under ``python -I``."""

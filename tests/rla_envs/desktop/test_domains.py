@@ -15,6 +15,7 @@ import time
 import pytest
 
 from rla_envs.desktop.client import ControllerError
+from rla_envs.desktop.controller import domain
 
 desktop = pytest.mark.desktop
 
@@ -64,17 +65,10 @@ DENIED = {"ptrace": "Operation not permitted", "mem": "Permission denied"}
 """What a probe in a domain gets for a process outside it (``landlock`` denies both with ``EPERM``/``EACCES``)."""
 
 
-def _landlock_abi() -> int:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    return max(int(libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))), 0)
-
-
 @pytest.fixture
 def session(desktop_client):
     """The reset session with the probe in its home and a stand-in for an evaluator's probe running unconfined."""
-    if _landlock_abi() < 1:
+    if domain.landlock_abi() < 1:
         pytest.skip("this kernel offers no Landlock: the controller starts the agent's processes unconfined")
     desktop_client.upload("/home/user/probe.py", PROBE.encode())
     desktop_client.execute("python3 -c 'import time; time.sleep(600)' rla-grader-standin &", shell=True)
