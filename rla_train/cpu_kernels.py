@@ -1,4 +1,4 @@
-"""Which CPU kernels torch and MKL use, chosen so that a seeded run prints the same figures on any x86-64 machine.
+"""Which CPU kernels torch and MKL use, chosen so that a seeded run prints the same figures on the x86-64 machines of one kind.
 
 Left to themselves, torch's vectorised kernels take the widest code path the CPU has (AVX-512 where present, else
 AVX2) and MKL picks a matrix-product path per processor model; the paths round differently, so the same seeded run
@@ -15,6 +15,16 @@ other weights than pinned (by up to 5.6e-05); pinned, and with MKL and oneDNN al
 the same bits. On an AVX2 one: ``ATEN_CPU_CAPABILITY=default`` and ``MKL_CBWR=COMPATIBLE`` each change the bits of a
 warm start; ``MKL_CBWR=AVX2`` gives the same bits as leaving MKL alone there; neither costs measurable time on the
 tiny default models. ``ATEN_CPU_CAPABILITY=avx512 MKL_CBWR=AUTO`` asks for the fastest kernels of the machine instead.
+
+Not across CPU vendors, measured: pinned, an Intel Xeon (AVX-512, AMX) prints other main-job figures than the AMD
+EPYCs did. Its SFT warm start ends with the same loss; its listwise warm start does not (1.0524 against 1.0608 over
+the last 50 steps), and the episodes differ from there. On that Xeon, a shortened main job (40 + 40 warm-start steps,
+one co-training step) ends with other weights under ``MKL_CBWR=AUTO``, ``ATEN_CPU_CAPABILITY=avx512`` or ``=default``,
+and with the same bits under ``ONEDNN_MAX_CPU_ISA=AVX2``, ``MKL_ENABLE_INSTRUCTIONS=AVX2``, numpy's AVX-512 loops off
+(``NPY_DISABLE_CPU_FEATURES``), ``OPENBLAS_CORETYPE=Haswell``, oneDNN off (``torch.backends.mkldnn.enabled = False``)
+or another ``PYTHONHASHSEED``: only torch's kernels and MKL's path reach the bits there, and both are pinned. What
+parts the vendors (MKL's processor-independent path on Intel against AMD is the suspect) is not found without both
+machines at hand.
 """
 
 from __future__ import annotations
@@ -22,30 +32,47 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, MutableMapping
 
-__all__ = ["SAME_FIGURES_ON_ANY_X86", "cpu_flags", "pin_cpu_kernels", "set_torch_threads"]
+__all__ = ["PINNED_KERNELS", "cpu_flags", "cpu_model", "pin_cpu_kernels", "set_torch_threads"]
 
-SAME_FIGURES_ON_ANY_X86 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"}
+PINNED_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"}
 """torch's AVX2 kernels and MKL's processor-independent code path."""
 
 AVX2_NEEDS = frozenset({"avx2", "fma"})
 """The CPU flags torch's AVX2 kernels are built for (torch's own detection asks for both)."""
 
 
-def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
-    """The instruction-set flags the first CPU of ``/proc/cpuinfo`` lists (empty where there is no such file)."""
+def _first_cpu_field(name: str, cpuinfo: str) -> str | None:
+    """The value of the first ``name : value`` line of ``/proc/cpuinfo`` (None where there is no such line or file)."""
     try:
         with open(cpuinfo, encoding="ascii", errors="replace") as handle:
             for line in handle:
-                if line.startswith("flags"):
-                    return frozenset(line.partition(":")[2].split())
+                key, colon, value = line.partition(":")
+                if colon and key.strip() == name:
+                    return value.strip()
     except OSError:
         pass
-    return frozenset()
+    return None
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The instruction-set flags the first CPU of ``/proc/cpuinfo`` lists (empty where there is no such file)."""
+    return frozenset((_first_cpu_field("flags", cpuinfo) or "").split())
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """What the figures of a seeded run depend on beyond the pin: the CPU's vendor and model name, and whether it has
+    AVX-512 and AMX (e.g. ``GenuineIntel, Intel(R) Xeon(R) Processor, avx512f amx_tile``); ``unknown`` without
+    ``/proc/cpuinfo``."""
+    vendor, name = _first_cpu_field("vendor_id", cpuinfo), _first_cpu_field("model name", cpuinfo)
+    if vendor is None and name is None:
+        return "unknown"
+    wide = " ".join(flag for flag in ("avx2", "avx512f", "amx_tile") if flag in cpu_flags(cpuinfo))
+    return ", ".join(part for part in (vendor, name, wide or "no AVX2") if part)
 
 
 def pin_cpu_kernels(environ: MutableMapping[str, str] | None = None,
                     flags: Collection[str] | None = None) -> dict[str, str]:
-    """Set each of :data:`SAME_FIGURES_ON_ANY_X86` that ``environ`` (default ``os.environ``) does not already set.
+    """Set each of :data:`PINNED_KERNELS` that ``environ`` (default ``os.environ``) does not already set.
 
     ``ATEN_CPU_CAPABILITY`` only where ``flags`` (default: :func:`cpu_flags`) hold :data:`AVX2_NEEDS`: forced on a
     CPU without them, torch would run instructions the CPU lacks. Returns the ones it set. Call it before
@@ -53,7 +80,7 @@ def pin_cpu_kernels(environ: MutableMapping[str, str] | None = None,
     """
     environ = os.environ if environ is None else environ
     has_avx2 = AVX2_NEEDS <= set(cpu_flags() if flags is None else flags)
-    applied = {name: value for name, value in SAME_FIGURES_ON_ANY_X86.items()
+    applied = {name: value for name, value in PINNED_KERNELS.items()
                if name not in environ and (name != "ATEN_CPU_CAPABILITY" or has_avx2)}
     environ.update(applied)
     return applied

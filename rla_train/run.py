@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from rla_train.cpu_kernels import pin_cpu_kernels
 
-    pin_cpu_kernels()  # the same figures on any x86-64 machine; read when torch loads, so before the import
+    pin_cpu_kernels()  # the same figures on machines of one kind; read when torch loads, so before the import
     from rla_train.cpu_kernels import set_torch_threads
 
     set_torch_threads()  # tiny models on CPU: one thread is ~10x faster than two (see DESIGN.md)

@@ -61,6 +61,9 @@ def main(argv: list[str]) -> int:
     if missing:
         print(f"the README's main-job figures differ from what the run printed ({len(missing)} lines):")
         print("\n".join(missing))
+        from rla_train.cpu_kernels import cpu_model
+
+        print(f"this machine: {cpu_model()} (the README's figures are one kind of machine's: rla_train/cpu_kernels.py)")
         return 1
     print(f"the README quotes the run exactly ({len(quoted)} lines)")
     return 0

@@ -16,6 +16,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from rla_train.cpu_kernels import cpu_model
+
 __all__ = ["machine_facts", "format_markdown", "write_report", "plot_curves"]
 
 _LABELS = {"in_domain": "in-domain", "ood": "OOD"}
@@ -25,7 +27,7 @@ def machine_facts(argv: list[str] | None = None) -> dict[str, str]:
     """The exact command, the machine and the versions that produced the numbers."""
     argv = sys.argv[1:] if argv is None else argv
     facts = {"command": " ".join(["python", "-m", "benchmarks.ablation", *argv]), "python": sys.version.split()[0],
-             "platform": platform.platform(), "cpu": platform.processor() or platform.machine(),
+             "platform": platform.platform(), "cpu": cpu_model(),
              "cores": str(os.cpu_count())}
     for package in ("numpy", "torch", "transformers", "trl", "alfworld"):
         try:

@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
-from rla_train.cpu_kernels import AVX2_NEEDS, SAME_FIGURES_ON_ANY_X86, cpu_flags, pin_cpu_kernels
+from rla_train.cpu_kernels import AVX2_NEEDS, PINNED_KERNELS, cpu_flags, cpu_model, pin_cpu_kernels
 from tests.paths import REPO_ROOT
 
-PINNED = tuple(SAME_FIGURES_ON_ANY_X86)
+PINNED = tuple(PINNED_KERNELS)
 
 
 AVX2_CPU = {"sse4_2", "avx", "avx2", "fma", "avx512f"}
@@ -40,6 +40,16 @@ def test_cpu_flags_reads_the_flags_line(tmp_path):
     assert cpu_flags(str(cpuinfo)) == {"fpu", "sse4_2", "avx2", "fma"}
     assert cpu_flags(str(tmp_path / "absent")) == frozenset()
 
+
+
+def test_cpu_model_names_the_vendor_the_model_and_the_wide_instruction_sets(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14\n"
+                       "flags\t\t: fpu avx2 fma avx512f\n\nprocessor\t: 1\nmodel name\t: other\n")
+    assert cpu_model(str(cpuinfo)) == "AuthenticAMD, AMD EPYC 9R14, avx2 avx512f"
+    cpuinfo.write_text("vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t: sse2 avx\n")
+    assert cpu_model(str(cpuinfo)) == "GenuineIntel, Intel(R) Xeon(R) Processor, no AVX2"
+    assert cpu_model(str(tmp_path / "absent")) == "unknown"
 
 # Each script checks that torch is not loaded before the command line runs, then reports what torch saw once loaded:
 # the variables and the kernel path it took (torch reads ATEN_CPU_CAPABILITY once, when it loads).
@@ -96,7 +106,7 @@ def _run(script: str, tmp_path, **environ) -> dict:
 def test_torch_loads_with_the_pinned_kernels(script, tmp_path):
     seen = _run(script, tmp_path)
     if AVX2_NEEDS <= cpu_flags():
-        assert seen == {"environ": SAME_FIGURES_ON_ANY_X86, "capability": "AVX2"}
+        assert seen == {"environ": PINNED_KERNELS, "capability": "AVX2"}
     else:
         assert seen["environ"] == {"ATEN_CPU_CAPABILITY": None, "MKL_CBWR": "COMPATIBLE"}
 
