@@ -99,13 +99,14 @@ def wait_until(predicate, timeout: float = 15.0, interval: float = 0.1):
 
 @pytest.fixture(scope="session")
 def local_provider():
-    """A started LocalProvider shared by the run's desktop tests (closed at the end)."""
+    """A started LocalProvider shared by the run's desktop tests (closed at the end), restoring its session in place
+    on reset (``fresh_sessions=False``): what most of these tests check is that restore, and it is ~50x faster."""
     reason = local_desktop_unavailable()
     if reason:
         pytest.skip(reason)
     from rla_envs.desktop.providers.local import LocalProvider
 
-    provider = LocalProvider(screen_size=(1920, 1080))
+    provider = LocalProvider(screen_size=(1920, 1080), fresh_sessions=False)
     try:
         provider.start()
         yield provider

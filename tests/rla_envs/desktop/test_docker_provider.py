@@ -37,7 +37,7 @@ def api():
 @pytest.fixture(scope="module")
 def provider(api):
     image_or_skip(api)
-    desktop = make_provider("docker", screen_size=SCREEN, client=api)
+    desktop = make_provider("docker", screen_size=SCREEN, client=api, fresh_sessions=False)  # the restore in place
     desktop.start()
     yield desktop
     desktop.close()
@@ -247,9 +247,26 @@ def test_nothing_the_agent_writes_outside_the_home_reaches_the_next_episode_in_a
 
 
 @pytest.mark.docker
+def test_by_default_every_reset_starts_a_new_container(api):
+    image_or_skip(api)
+    provider = DockerProvider(client=api, screen_size="800x600")  # fresh_sessions: the default
+    try:
+        client = provider.start()
+        first, first_instance = provider.container_id, provider.instance
+        assert client.run_pyautogui("open('/tmp/planted', 'w').write('x')")["status"] == "success"
+        provider.reset()
+        assert provider.container_id != first and len(containers_of(api, provider)) == 1
+        assert api.containers.list(all=True, filters={"label": f"{docker_provider.LABEL}={first_instance}"}) == []
+        assert provider.client.get_file("/tmp/planted") is None
+    finally:
+        provider.close()
+    assert containers_of(api, provider) == []
+
+
+@pytest.mark.docker
 def test_a_container_whose_controller_was_killed_is_replaced_on_reset(api):
     image_or_skip(api)
-    provider = DockerProvider(client=api, screen_size="800x600")
+    provider = DockerProvider(client=api, screen_size="800x600", fresh_sessions=False)
     try:
         client = provider.start()
         first = provider.container_id

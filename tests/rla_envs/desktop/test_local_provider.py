@@ -172,7 +172,7 @@ def test_a_hundred_resets_leave_no_stray_process_and_close_leaves_nothing():
     reason = local_desktop_unavailable()
     if reason:
         pytest.skip(reason)
-    provider = LocalProvider(screen_size=(800, 600))
+    provider = LocalProvider(screen_size=(800, 600), fresh_sessions=False)
     try:
         client = provider.start()
         session_id = provider.session.session_id

@@ -112,7 +112,8 @@ def test_an_action_that_kills_the_controller_truncates_the_episode_and_the_next_
     reason = local_desktop_unavailable()
     if reason:
         pytest.skip(reason)
-    env = OSWorldEnv(provider="local", screen_size=(800, 600), accessibility_tree=False, max_steps=10)
+    env = OSWorldEnv(provider="local", provider_options={"fresh_sessions": False},  # recovery of the restore in place
+                     screen_size=(800, 600), accessibility_tree=False, max_steps=10)
     try:
         env.reset(options={"task": TASK})
         first_session = env.provider.session.pid

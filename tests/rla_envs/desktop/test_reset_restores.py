@@ -335,14 +335,14 @@ def test_an_episode_cannot_set_the_environment_of_services_the_session_bus_start
 
 
 @desktop
-def test_with_fresh_sessions_every_reset_starts_a_new_session():
+def test_by_default_every_reset_starts_a_new_session():
     from rla_envs.desktop.providers.local import LocalProvider
     from tests.rla_envs.desktop.conftest import local_desktop_unavailable
 
     reason = local_desktop_unavailable()
     if reason:
         pytest.skip(reason)
-    with LocalProvider(screen_size=(800, 600), fresh_sessions=True) as provider:
+    with LocalProvider(screen_size=(800, 600)) as provider:  # fresh_sessions: the default
         provider.reset()
         client, first = provider.start(), provider.session.pid
         planted = ("import Xlib.display; d = Xlib.display.Display(); r = d.screen().root; "
