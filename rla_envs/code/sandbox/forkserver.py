@@ -334,6 +334,7 @@ def _worker(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | None
                                list_dirs=_PLAN["list_dirs"])
     if seccomp_filter:
         confine.apply_seccomp(seccomp_filter)
+    _clean_interpreter(workdir)  # while the spare waits: off the path between the program's arrival and its run
     runner.serve(lambda limits: _confine(spec, caps, workdir, limits))
 
 
@@ -346,6 +347,11 @@ def _confine(spec: dict, caps: dict, workdir: str, limits: dict) -> None:
     elif not caps["unsafe"]:
         raise OSError("no uid switch and not unsafe")
     confine.set_parent_death_signal(signal.SIGKILL)
+
+
+def _clean_interpreter(workdir: str) -> None:
+    """What the program finds: a fixed environment, the work dir and the read plan on ``sys.path``, and no module of
+    the sandbox's but the runner's own two (the ones loaded stay referenced by the code that confines it)."""
     os.environ.clear()
     os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
                        "LANG": "C.UTF-8", "TZ": "UTC", "PYTHONIOENCODING": "utf-8"})

@@ -90,12 +90,12 @@ def serve(confine) -> None:
     """Wait for ``{"program", "form", "limits"}`` on fd 3, call ``confine(limits)`` (which drops every
     privilege), then run the program; never returns."""
     reader = io.open(3, "rb", closefd=False)
+    _fresh_stdio()  # while the spare waits: off the path between the program's arrival and its run
     request = _read_line(reader)
     if not request:
         _exit(0)  # a spare that was never used
     program, form, limits = request["program"], request["form"], request["limits"]
     confine(limits)
-    _fresh_stdio()
     sys.argv = ["solution.py"]
     if form == "stdio":
         _serve_stdio(program)
