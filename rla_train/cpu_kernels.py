@@ -41,32 +41,35 @@ AVX2_NEEDS = frozenset({"avx2", "fma"})
 """The CPU flags torch's AVX2 kernels are built for (torch's own detection asks for both)."""
 
 
-def _first_cpu_field(name: str, cpuinfo: str) -> str | None:
-    """The value of the first ``name : value`` line of ``/proc/cpuinfo`` (None where there is no such line or file)."""
+def _cpu_fields(cpuinfo: str) -> dict[str, str]:
+    """Each ``name : value`` of ``/proc/cpuinfo`` as its first line gives it, that is the first CPU's (empty where there
+    is no such file)."""
+    fields: dict[str, str] = {}
     try:
         with open(cpuinfo, encoding="ascii", errors="replace") as handle:
             for line in handle:
                 key, colon, value = line.partition(":")
-                if colon and key.strip() == name:
-                    return value.strip()
+                if colon:
+                    fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return None
+    return fields
 
 
 def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
     """The instruction-set flags the first CPU of ``/proc/cpuinfo`` lists (empty where there is no such file)."""
-    return frozenset((_first_cpu_field("flags", cpuinfo) or "").split())
+    return frozenset(_cpu_fields(cpuinfo).get("flags", "").split())
 
 
 def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     """What the figures of a seeded run depend on beyond the pin: the CPU's vendor and model name, and whether it has
     AVX-512 and AMX (e.g. ``GenuineIntel, Intel(R) Xeon(R) Processor, avx512f amx_tile``); ``unknown`` without
     ``/proc/cpuinfo``."""
-    vendor, name = _first_cpu_field("vendor_id", cpuinfo), _first_cpu_field("model name", cpuinfo)
+    fields = _cpu_fields(cpuinfo)
+    vendor, name, flags = fields.get("vendor_id"), fields.get("model name"), set(fields.get("flags", "").split())
     if vendor is None and name is None:
         return "unknown"
-    wide = " ".join(flag for flag in ("avx2", "avx512f", "amx_tile") if flag in cpu_flags(cpuinfo))
+    wide = " ".join(flag for flag in ("avx2", "avx512f", "amx_tile") if flag in flags)
     return ", ".join(part for part in (vendor, name, wide or "no AVX2") if part)
 
 

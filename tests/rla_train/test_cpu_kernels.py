@@ -41,7 +41,6 @@ def test_cpu_flags_reads_the_flags_line(tmp_path):
     assert cpu_flags(str(tmp_path / "absent")) == frozenset()
 
 
-
 def test_cpu_model_names_the_vendor_the_model_and_the_wide_instruction_sets(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14\n"
@@ -50,6 +49,7 @@ def test_cpu_model_names_the_vendor_the_model_and_the_wide_instruction_sets(tmp_
     cpuinfo.write_text("vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t: sse2 avx\n")
     assert cpu_model(str(cpuinfo)) == "GenuineIntel, Intel(R) Xeon(R) Processor, no AVX2"
     assert cpu_model(str(tmp_path / "absent")) == "unknown"
+
 
 # Each script checks that torch is not loaded before the command line runs, then reports what torch saw once loaded:
 # the variables and the kernel path it took (torch reads ATEN_CPU_CAPABILITY once, when it loads).

@@ -25,8 +25,10 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 SCREEN = (1280, 800)
 
 
-def containers_of(client, provider: DockerProvider) -> list:
-    return client.containers.list(all=True, filters={"label": f"{docker_provider.LABEL}={provider.instance}"})
+def containers_of(client, provider: DockerProvider, instance: str | None = None) -> list:
+    """The containers labelled with ``instance`` (default: the provider's current one), stopped ones included."""
+    instance = provider.instance if instance is None else instance
+    return client.containers.list(all=True, filters={"label": f"{docker_provider.LABEL}={instance}"})
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +258,7 @@ def test_by_default_every_reset_starts_a_new_container(api):
         assert client.run_pyautogui("open('/tmp/planted', 'w').write('x')")["status"] == "success"
         provider.reset()
         assert provider.container_id != first and len(containers_of(api, provider)) == 1
-        assert api.containers.list(all=True, filters={"label": f"{docker_provider.LABEL}={first_instance}"}) == []
+        assert containers_of(api, provider, instance=first_instance) == []
         assert provider.client.get_file("/tmp/planted") is None
     finally:
         provider.close()
