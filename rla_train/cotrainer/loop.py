@@ -262,7 +262,9 @@ def _save(run_dir: Path, config: TrainConfig, parts, step: int, history: dict, r
     rank_states = ranks.gather(_rank_state(parts)) if ranks.distributed else None
     if ranks.is_main:
         models = {"policy": (parts.policy_model, parts.policy_tokenizer)}
-        if parts.rm_trainer is not None and parts.rm_model is not parts.policy_model:
+        # the judge whenever it is a model of its own, trained or not: a frozen judge was warm-started in this run
+        # (its weights are nowhere else), and a resume would otherwise judge with a freshly initialised one
+        if parts.rm_model is not None and parts.rm_model is not parts.policy_model:
             models["reward_model"] = (parts.rm_model, parts.rm_tokenizer)
         states = _state(parts, step, history)
         if rank_states is not None:
