@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.ablation.stats import mean_interval
+from benchmarks.ablation.stats import mean_interval, seed_differences
 
 __all__ = ["ARMS", "MEASURES", "FINAL_POLICY_FILE", "overrides", "rejudge_config", "rejudge", "read_run", "objective_table",
            "format_objectives", "main"]
@@ -169,12 +169,11 @@ def objective_table(runs: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> dict
             continue
         table["against_frozen"][arm] = {}
         for measure, row in measures.items():
-            shared = sorted(set(row["per_seed"]) & set(control.get(measure, {}).get("per_seed", {})))
-            if not shared:
-                continue
-            per_seed = {seed: row["per_seed"][seed]["change"] - control[measure]["per_seed"][seed]["change"]
-                        for seed in shared}
-            table["against_frozen"][arm][measure] = {"per_seed": per_seed, **mean_interval(list(per_seed.values()))}
+            changes = {seed: cell["change"] for seed, cell in row["per_seed"].items()}
+            frozen = {seed: cell["change"] for seed, cell in control.get(measure, {}).get("per_seed", {}).items()}
+            difference = seed_differences(frozen, changes)
+            if difference["per_seed"]:
+                table["against_frozen"][arm][measure] = difference
     return table
 
 
@@ -233,7 +232,7 @@ def rejudge(run_dir: str | Path, *, episodes: int | None = None) -> dict[str, An
     """
     import tempfile
 
-    from rla_train.config import load_config
+    from rla_envs.core.files import atomic_write_json
     from rla_train.cotrainer.components import build_components
     from rla_train.cpu_kernels import set_torch_threads
     from rla_train.reward_model.probe import Probe, policy_probe_steps, probe_reward_model
@@ -242,9 +241,9 @@ def rejudge(run_dir: str | Path, *, episodes: int | None = None) -> dict[str, An
     run_dir = Path(run_dir)
     judged: dict[str, Any] = {}
     steps = None
-    last = load_config(run_dir / "config.yaml", check_hardware=False).train.steps
-    for when, judge_step in (("before", 0), ("after", last)):
-        config = rejudge_config(run_dir, judge_step, probe=steps is None)
+    before = rejudge_config(run_dir, 0)
+    after = rejudge_config(run_dir, before.train.steps, probe=False)  # no probe: "before" plays the steps
+    for when, config in (("before", before), ("after", after)):
         with tempfile.TemporaryDirectory() as scratch:
             parts = build_components(config, Path(scratch), progress=False)
             try:
@@ -256,7 +255,7 @@ def rejudge(run_dir: str | Path, *, episodes: int | None = None) -> dict[str, An
                 judged[when] = probe_reward_model(parts.reward_model, Probe([]).extended(steps))["policy"]
             finally:
                 parts.close()
-    (run_dir / FINAL_POLICY_FILE).write_text(json.dumps(judged, indent=1))
+    atomic_write_json(run_dir / FINAL_POLICY_FILE, judged)  # a run with the file is never judged again
     return judged
 
 

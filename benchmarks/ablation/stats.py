@@ -18,12 +18,14 @@ Pure functions over numbers (``math`` and numpy only; no scipy, which is a dev-o
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["normal_cdf", "normal_quantile", "t_quantile_975", "mean_interval", "McNemarResult", "mcnemar_exact",
+__all__ = ["normal_cdf", "normal_quantile", "t_quantile_975", "mean_interval", "seed_differences", "McNemarResult",
+           "mcnemar_exact",
            "paired_difference", "TrendResult", "cochran_armitage", "minimum_detectable_difference",
            "paired_minimum_detectable_difference"]
 
@@ -80,6 +82,22 @@ def mean_interval(values: Sequence[float]) -> dict[str, float]:
         return {"mean": mean, "ci_low": mean, "ci_high": mean, "n": 1}
     half = t_quantile_975(array.size - 1) * float(array.std(ddof=1)) / math.sqrt(array.size)
     return {"mean": mean, "ci_low": mean - half, "ci_high": mean + half, "n": int(array.size)}
+
+
+def seed_differences(first: Mapping[int, float], second: Mapping[int, float]) -> dict[str, Any]:
+    """``second - first`` on each seed both have, and over those seeds the mean with its 95% t-interval.
+
+    Returns ``{"per_seed": {seed: difference}, "mean", "ci_low", "ci_high", "n"}``; only ``{"per_seed": {}}`` when the
+    two share no seed.
+
+    >>> found = seed_differences({0: 0.2, 1: 0.4, 2: 0.1}, {0: 0.3, 1: 0.6})   # seed 2 has no pair
+    >>> {seed: round(d, 2) for seed, d in found["per_seed"].items()}, round(found["mean"], 2), found["n"]
+    ({0: 0.1, 1: 0.2}, 0.15, 2)
+    >>> seed_differences({0: 0.2}, {1: 0.3})
+    {'per_seed': {}}
+    """
+    per_seed = {seed: second[seed] - first[seed] for seed in sorted(set(first) & set(second))}
+    return {"per_seed": per_seed, **(mean_interval(list(per_seed.values())) if per_seed else {})}
 
 
 def _pairs(successes_a: Sequence, successes_b: Sequence) -> tuple[np.ndarray, np.ndarray]:

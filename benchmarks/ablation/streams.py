@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from benchmarks.ablation.real import episode_outcomes
-from benchmarks.ablation.stats import mean_interval
+from benchmarks.ablation.stats import seed_differences
 
 __all__ = ["Run", "read_runs", "stream_table", "format_streams", "main"]
 
@@ -109,10 +109,8 @@ def stream_table(runs: Sequence[Run], modes: Sequence[str]) -> dict[str, Any]:
             table["differences"][name] = {}
             for split in SPLITS:
                 a, b = table["modes"][first][split]["per_seed"], table["modes"][second][split]["per_seed"]
-                shared = sorted(set(a) & set(b))
-                per_seed = {seed: b[seed]["mean"] - a[seed]["mean"] for seed in shared}
-                table["differences"][name][split] = {
-                    "per_seed": per_seed, **(mean_interval(list(per_seed.values())) if per_seed else {})}
+                table["differences"][name][split] = seed_differences(
+                    {seed: cell["mean"] for seed, cell in a.items()}, {seed: cell["mean"] for seed, cell in b.items()})
     return table
 
 
