@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from rla_envs.desktop.client import ControllerClient, ControllerError
-from rla_envs.desktop.osworld.session_probe import SESSION_PYTHON, probe_command
+from rla_envs.desktop.osworld.session_probe import SESSION_PYTHON, listener_probe_command
 
 __all__ = ["ChromeTab", "ChromeDevTools", "DevToolsError", "SESSION_PYTHON", "AGENT_SOURCE"]
 
 
 AGENT_SOURCE = (Path(__file__).with_name("devtools_agent.py")).read_text(encoding="utf-8")
-"""The program sent into the session for each call."""
+"""The program sent into the session for each call (after ``listener_probe``'s source)."""
 
 REPLY_MARGIN_S = 30.0
 """How much longer than the agent's own wait the controller call may take (start-up, transfers)."""
@@ -56,7 +56,7 @@ class ChromeDevTools:
 
     def _call(self, op: str, **params: Any) -> dict[str, Any]:
         request = json.dumps({"op": op, "wait_s": self.wait_s, **params})
-        reply = self.client.execute(probe_command(AGENT_SOURCE, request),
+        reply = self.client.execute(listener_probe_command(AGENT_SOURCE, request),
                                     timeout=self.wait_s * max(1, len(params.get("urls", ()))) + REPLY_MARGIN_S)
         output = (reply.get("output") or "").strip()
         try:

@@ -19,16 +19,29 @@ Requests (``{"op": ..., ...}``) and replies:
                                   value and the page's HTML read there; then the tab closes again
 Every reply may instead be ``{"error": "<reason>"}``. ``wait_s`` (default 30) bounds how long to wait for Chrome
 to answer and for each page to finish loading.
+
+Before a request and after it, the port must be held by the installed Chrome running its own code (the host sends
+``listener_probe``'s source ahead of this file): on 9222, by socat forwarding to 1337, which Chrome must hold. So
+a server the agent left listening in Chrome's place is refused instead of answering the evaluator.
 """
 
 import json
+import os
 import sys
 import time
 import urllib.parse
 import urllib.request
 
+if "port_holders" not in globals():  # run from its own file, without listener_probe's source sent ahead of it
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from listener_probe import ForeignListener, port_holders, process_arguments
+
 PORTS = (1337, 9222)
 POLL_S = 0.25
+CHROME = {"chromium", "chrome"}
+FORWARDER = {"socat"}
+FORWARD_TO_CHROME = ("tcp:localhost:1337", "tcp:127.0.0.1:1337")
+"""socat's target argument as OSWorld's tasks start it (``socat tcp-listen:9222,fork tcp:localhost:1337``)."""
 
 
 def _http(port, path, method="GET", timeout=5.0):
@@ -51,6 +64,21 @@ def _find_port(deadline):
             raise RuntimeError(f"Chrome's remote-debugging port ({'/'.join(map(str, PORTS))}) does not answer "
                                f"({last}); start it with --remote-debugging-port=1337")
         time.sleep(POLL_S)
+
+
+def _chrome_holders(port):
+    """Who holds ``port``, when it is the installed Chrome (on 9222 also socat forwarding to Chrome's 1337);
+    raises ``ForeignListener`` otherwise."""
+    if port == PORTS[0]:
+        return port_holders(port, CHROME)
+    holders = port_holders(port, CHROME | FORWARDER)
+    for pid in sorted({pid for pids in holders.values() for pid in pids}):
+        if os.path.basename(os.readlink(f"/proc/{pid}/exe")) in FORWARDER:
+            if not set(FORWARD_TO_CHROME) & set(process_arguments(pid)):
+                raise ForeignListener(f"port {port}: socat (process {pid}) does not forward to Chrome's {PORTS[0]}")
+            if not port_holders(PORTS[0], CHROME):
+                raise ForeignListener(f"port {port}: socat forwards to {PORTS[0]}, where Chrome does not listen")
+    return holders
 
 
 def _pages(port):
@@ -185,7 +213,10 @@ def main(argv):
     deadline = time.monotonic() + float(request.get("wait_s", 30))
     try:
         port = _find_port(deadline)
+        holders = _chrome_holders(port)
         reply = OPS[request["op"]](port, request, deadline)
+        if _chrome_holders(port) != holders:
+            raise ForeignListener(f"port {port} changed hands during the request")
     except Exception as exc:  # one JSON line either way: the host turns it into a clear error
         reply = {"error": f"{type(exc).__name__}: {exc}"}
     sys.stdout.write(json.dumps(reply))

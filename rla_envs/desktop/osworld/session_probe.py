@@ -12,10 +12,10 @@ the standard library and Debian's own modules only.
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-__all__ = ["SESSION_PYTHON", "probe_command", "isolated_python"]
+__all__ = ["SESSION_PYTHON", "LISTENER_SOURCE", "probe_command", "listener_probe_command", "isolated_python"]
 
 SESSION_PYTHON = "/usr/bin/python3"
 """The session's Debian interpreter (it has python3-websocket; the controller's own venv may not)."""
@@ -28,6 +28,16 @@ def probe_command(script: str, *args: str) -> list[str]:
     ['/usr/bin/python3', '-I', '-c', 'import sys; print(sys.argv[1])', 'x']
     """
     return [SESSION_PYTHON, "-I", "-c", script, *args]
+
+
+LISTENER_SOURCE = Path(__file__).with_name("listener_probe.py").read_text(encoding="utf-8")
+"""The session-side check of who holds a port (:mod:`.listener_probe`), prepended to the probes that ask an app."""
+
+
+def listener_probe_command(script: str, *args: str) -> list[str]:
+    """:func:`probe_command` for a ``script`` that asks an app over a port: :mod:`.listener_probe`'s functions
+    (``port_holders``, ``same_holders``, ``ForeignListener``, ...) are defined before it runs."""
+    return probe_command(LISTENER_SOURCE + "\n# ---- the probe\n" + script, *args)
 
 
 _PYTHON = re.compile(r"python(3(\.\d+)?)?")

@@ -7,7 +7,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +28,23 @@ WEDGING_ACTIONS = {
     "sleep-forever": "time.sleep(10**6)",
 }
 """Actions that once wedged a session for good or stopped its controller."""
+
+
+class LocalSessionClient:
+    """Runs the getters' commands on this machine (HOME set to a temporary folder) and reads local files."""
+
+    def __init__(self, home):
+        self.env = {**os.environ, "HOME": str(home)}
+
+    def execute(self, command, *, shell=False, timeout=120.0):
+        done = subprocess.run(command, shell=shell, env=self.env, capture_output=True, text=True, timeout=timeout)
+        return {"status": "success", "output": done.stdout, "error": done.stderr, "returncode": done.returncode}
+
+    def get_file(self, path):
+        return Path(path).read_bytes() if Path(path).is_file() else None
+
+    def screen_size(self):
+        return 1920, 1080
 
 
 def local_desktop_unavailable() -> str | None:

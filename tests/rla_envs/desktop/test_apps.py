@@ -17,6 +17,7 @@ from rla_envs.desktop.controller import openers
 from rla_envs.desktop.controller.home import THUNDERBIRD_PROFILE, seed_home
 from rla_envs.desktop.osworld.runnable import OPENERS, steps_reasons
 from rla_envs.desktop.osworld.cache import FileCache
+from rla_envs.desktop.osworld.setup import listen_reusably
 from tests.rla_envs.desktop.conftest import wait_until
 
 HOME = "/home/user"
@@ -109,9 +110,10 @@ def test_seeded_home_configures_vlc_http_and_a_thunderbird_profile_like_osworld(
 @pytest.mark.desktop
 def test_google_chrome_serves_devtools_through_socat_with_the_osworld_profile(desktop_client):
     desktop_client.upload(f"{HOME}/page.html", b"<title>rla probe page</title><p>hello</p>")
-    # exactly OSWorld's two launch steps, plus a page to open (the launcher passes arguments on)
+    # OSWorld's two launch steps as the setup runs them (socat may bind 9222 while an earlier test's connections sit
+    # in TIME_WAIT there), plus a page to open (the launcher passes arguments on)
     desktop_client.launch(["google-chrome", "--remote-debugging-port=1337", f"file://{HOME}/page.html"])
-    desktop_client.launch(["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"])
+    desktop_client.launch(listen_reusably(["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]))
     version = json.loads(http_get_in_session(desktop_client, "http://localhost:9222/json/version"))
     assert "Chrome/" in version["Browser"] and version["webSocketDebuggerUrl"].startswith("ws://")
     tabs = wait_until(lambda: [t for t in json.loads(http_get_in_session(desktop_client, "http://localhost:9222/json"))

@@ -1,12 +1,8 @@
 """Thunderbird and VLC support: metrics on hand-written files, getters whose session scripts really run (against
-a local stand-in for the controller, and a stdlib HTTP server in VLC's place), refusals, and a real VLC answering
-its HTTP status in a real session (``desktop``)."""
+a local stand-in for the controller; VLC's HTTP status against servers in its place: test_listener_probe.py),
+refusals, and a real VLC answering its HTTP status in a real session (``desktop``)."""
 
-import base64
-import http.server
 import os
-import subprocess
-import threading
 from pathlib import Path
 
 import pytest
@@ -18,7 +14,7 @@ from rla_envs.desktop.osworld.getters.window import window_size_from_wmctrl
 from rla_envs.desktop.osworld.metrics import get_metric
 from rla_envs.desktop.osworld.metrics.thunderbird import read_filters
 from rla_envs.desktop.osworld.runnable import REFUSED_METRICS, not_runnable_reasons
-from tests.rla_envs.desktop.conftest import wait_until
+from tests.rla_envs.desktop.conftest import LocalSessionClient, wait_until
 
 def _write(tmp_path, name, text):
     path = tmp_path / name
@@ -131,23 +127,6 @@ def test_window_size_from_wmctrl_matches_instance_or_class():
 
 
 # ----------------------------------------------------------------------------------------- getters
-class LocalSessionClient:
-    """Runs the getters' commands on this machine (HOME set to a temporary folder) and reads local files."""
-
-    def __init__(self, home):
-        self.env = {**os.environ, "HOME": str(home)}
-
-    def execute(self, command, *, shell=False, timeout=120.0):
-        done = subprocess.run(command, shell=shell, env=self.env, capture_output=True, text=True, timeout=timeout)
-        return {"status": "success", "output": done.stdout, "error": done.stderr, "returncode": done.returncode}
-
-    def get_file(self, path):
-        return Path(path).read_bytes() if Path(path).is_file() else None
-
-    def screen_size(self):
-        return 1920, 1080
-
-
 def _ctx(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
@@ -164,39 +143,6 @@ def test_vlc_config_copies_the_home_vlcrc_or_gives_none(tmp_path):
     local = run_getter(ctx, {"type": "vlc_config", "dest": "vlcrc"})
     assert Path(local).read_text() == "qt-bgcone=0\n"
     assert get_metric("check_qt_bgcone")(local, {"expected_qt_bgcone": 0}) == 1.0
-
-
-class _FakeVlcStatus(http.server.BaseHTTPRequestHandler):
-    body = _status("playing", filename="song.mp4").encode()
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        wanted = "Basic " + base64.b64encode(b":password").decode()
-        ok = self.path == "/requests/status.xml" and self.headers.get("Authorization") == wanted
-        self.send_response(200 if ok else 401)
-        self.end_headers()
-        if ok:
-            self.wfile.write(self.body)
-
-    def log_message(self, *args):
-        pass
-
-
-def test_vlc_playing_info_reads_the_status_with_the_password(tmp_path, monkeypatch):
-    ctx, _ = _ctx(tmp_path)
-    server = http.server.HTTPServer(("127.0.0.1", 0), _FakeVlcStatus)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        monkeypatch.setattr(vlc_getters, "VLC_HTTP_PORT", server.server_address[1])
-        local = run_getter(ctx, {"type": "vlc_playing_info", "dest": "status.xml"})
-        assert Path(local).read_bytes() == _FakeVlcStatus.body
-        assert get_metric("is_vlc_playing")(local, {"type": "file_name", "file_name": "song.mp4"}) == 1.0
-        monkeypatch.setattr(vlc_getters, "VLC_HTTP_PASSWORD", "wrong")
-        assert run_getter(ctx, {"type": "vlc_playing_info", "dest": "status.xml"}) is None     # HTTP 401
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert run_getter(ctx, {"type": "vlc_playing_info", "dest": "status.xml"}) is None         # nothing listening
 
 
 def test_default_video_player_votes_over_video_types(tmp_path):

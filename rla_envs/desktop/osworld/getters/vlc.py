@@ -16,15 +16,18 @@ from typing import Any
 from rla_envs.desktop.client import ControllerError
 from rla_envs.desktop.osworld.errors import EvaluationError
 from rla_envs.desktop.osworld.getters.context import EvalContext, Getter, target_path
-from rla_envs.desktop.osworld.session_probe import probe_command
+from rla_envs.desktop.osworld.session_probe import listener_probe_command, probe_command
 
-__all__ = ["GETTERS", "VLC_HTTP_PORT", "VLC_HTTP_PASSWORD", "VLCRC", "VIDEO_SUBTYPES"]
+__all__ = ["GETTERS", "VLC_HTTP_PORT", "VLC_HTTP_PASSWORD", "VLC_PROGRAMS", "VLCRC", "VIDEO_SUBTYPES"]
 
 VLC_HTTP_PORT = 8080
 """Where VLC's HTTP interface listens in the session (OSWorld's ``vlc_port``)."""
 
 VLC_HTTP_PASSWORD = "password"
 """The HTTP interface's password (OSWorld's; the user name is empty)."""
+
+VLC_PROGRAMS = ("vlc",)
+"""The executables (names, installed under ``/usr`` or ``/opt``) that may answer on :data:`VLC_HTTP_PORT`."""
 
 VLCRC = "~/.config/vlc/vlcrc"
 """VLC's settings file on Linux."""
@@ -41,13 +44,53 @@ VIDEO_SUBTYPES: tuple[str, ...] = tuple(subtype for subtype in _UNIQUE_VIDEO_SUB
 each twice except ``x-ogm+ogg`` (a vote per entry, so the repetition matters on a tie)."""
 
 _STATUS_SCRIPT = """
-import base64, sys, urllib.error, urllib.request
-port, password = int(sys.argv[1]), sys.argv[2]
+import base64, os, sys, urllib.error, urllib.request
+port, password, VLC = int(sys.argv[1]), sys.argv[2], set(sys.argv[3].split(","))
+PATH_VARIABLES = ("VLC_PLUGIN_PATH", "VLC_DATA_PATH", "VLC_LIB_PATH")
+SOURCE_OPTIONS = ("http-src", "lua-config", "config", "data-path")
+
+
+def redirected(pid):
+    # Why VLC process pid may serve its HTTP interface from files the agent wrote (VLC runs the Lua scripts in the
+    # user's data folder before its own; http-src and lua-config name other folders), or None.
+    environment = process_environment(pid)
+    for variable in PATH_VARIABLES:
+        if environment.get(variable):
+            return f"VLC (process {pid}) was started with {variable}"
+    home = environment.get("HOME") or os.path.expanduser("~")
+    user_lua = os.path.join(environment.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"), "vlc", "lua")
+    if os.path.lexists(user_lua):
+        return f"{user_lua} exists: VLC runs the user's Lua scripts before its own"
+    for argument in process_arguments(pid)[1:]:
+        if argument.startswith("--") and argument[2:].split("=", 1)[0] in SOURCE_OPTIONS:
+            return f"VLC (process {pid}) was started with {argument[:200]}"
+    settings = os.path.join(environment.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "vlc", "vlcrc")
+    try:
+        with open(settings, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                key, _, value = line.partition("=")
+                if key.strip() in SOURCE_OPTIONS and value.strip():
+                    return f"VLC's settings ({settings}) set {key.strip()}"
+    except OSError:
+        pass
+    return None
+
+
 request = urllib.request.Request(f"http://localhost:{port}/requests/status.xml")
 request.add_header("Authorization", "Basic " + base64.b64encode((":" + password).encode()).decode())
 try:
+    holders = port_holders(port, VLC)
+    for pid in sorted({pid for pids in holders.values() for pid in pids}):
+        reason = redirected(pid)
+        if reason:
+            raise ForeignListener(f"port {port}: {reason}")
     with urllib.request.urlopen(request, timeout=10) as reply:
-        print(base64.b64encode(reply.read()).decode())
+        body = reply.read()
+    same_holders(port, holders, VLC)
+    print(base64.b64encode(body).decode())
+except ForeignListener as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(4)
 except urllib.error.HTTPError as exc:
     print(f"HTTP {exc.code}", file=sys.stderr)
     sys.exit(2)
@@ -77,12 +120,19 @@ def get_vlc_playing_info(ctx: EvalContext, config: Mapping[str, Any]) -> str | N
     """VLC's ``status.xml`` from its HTTP interface, saved as ``dest``: its local path.
 
     None when the interface answers with an error status (as OSWorld) or does not answer at all: VLC is not
-    running, so it plays nothing (OSWorld's evaluation fails there instead).
+    running, so it plays nothing (OSWorld's evaluation fails there instead). The answer counts only when the port
+    is held by the installed VLC running its own code, before and after the request (``listener_probe``; VLC
+    without Lua scripts in the user's data folder, ``http-src`` or ``lua-config``): anything else the agent left
+    listening there raises :class:`EvaluationError`, which scores the episode 0.
     """
     reply = _run(ctx, "vlc_playing_info",
-                 probe_command(_STATUS_SCRIPT, str(VLC_HTTP_PORT), VLC_HTTP_PASSWORD))
+                 listener_probe_command(_STATUS_SCRIPT, str(VLC_HTTP_PORT), VLC_HTTP_PASSWORD,
+                                        ",".join(VLC_PROGRAMS)))
     if reply.get("returncode") in (2, 3):
         return None
+    if reply.get("returncode") == 4:
+        raise EvaluationError(f"vlc_playing_info: VLC's port is not answered by VLC as installed: "
+                              f"{(reply.get('error') or '').strip()[:400]}")
     if reply.get("returncode") != 0:
         raise EvaluationError(f"vlc_playing_info: reading VLC's status failed: {reply.get('error')!r:.300}")
     try:
