@@ -69,9 +69,9 @@ def _find_port(deadline):
 def _chrome_holders(port):
     """Who holds ``port``, when it is the installed Chrome (on 9222 also socat forwarding to Chrome's 1337);
     raises ``ForeignListener`` otherwise."""
-    if port == PORTS[0]:
-        return port_holders(port, CHROME)
-    holders = port_holders(port, CHROME | FORWARDER)
+    holders = port_holders(port, CHROME if port == PORTS[0] else CHROME | FORWARDER)
+    if not holders:  # it answered a moment ago: whoever did has gone, or took over after the check
+        raise ForeignListener(f"port {port} answered, but no process holds it now")
     for pid in sorted({pid for pids in holders.values() for pid in pids}):
         if os.path.basename(os.readlink(f"/proc/{pid}/exe")) in FORWARDER:
             if not set(FORWARD_TO_CHROME) & set(process_arguments(pid)):

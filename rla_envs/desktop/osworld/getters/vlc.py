@@ -80,6 +80,8 @@ request = urllib.request.Request(f"http://localhost:{port}/requests/status.xml")
 request.add_header("Authorization", "Basic " + base64.b64encode((":" + password).encode()).decode())
 try:
     holders = port_holders(port, VLC)
+    if not holders:  # an answer counts only from a holder checked before the request and after it
+        raise ConnectionRefusedError(f"nothing listens on port {port}")
     for pid in sorted({pid for pids in holders.values() for pid in pids}):
         reason = redirected(pid)
         if reason:
