@@ -22,7 +22,7 @@ from rla_envs.code.sandbox.base import UnsupportedValue, decode_value, encode_va
 __all__ = ["serve"]
 
 # Bound now, before the program can monkeypatch the modules they come from.
-_dumps, _loads, _write, _exit = json.dumps, json.loads, os.write, os._exit
+_dumps, _loads, _write, _exit, _close = json.dumps, json.loads, os.write, os._exit, os.close
 
 
 def _send(out_fd: int, record: dict) -> None:
@@ -121,6 +121,11 @@ def _serve_stdio(program: str) -> None:
         _send(4, {"status": status, "error": error, "exit": code & 0xFF})
     except BaseException:  # the record pipe is gone or full: the host reports no_result from the exit alone
         pass
+    for fd in (1, 2, 4):  # the host sees the end now, while the kernel tears the interpreter down
+        try:
+            _close(fd)
+        except OSError:
+            pass
     _exit(code & 0xFF)
 
 
