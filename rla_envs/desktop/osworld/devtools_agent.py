@@ -34,7 +34,7 @@ import urllib.request
 
 if "port_holders" not in globals():  # run from its own file, without listener_probe's source sent ahead of it
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from listener_probe import ForeignListener, port_holders, process_arguments
+    from listener_probe import ForeignListener, holder_pids, port_holders, process_arguments
 
 PORTS = (1337, 9222)
 POLL_S = 0.25
@@ -72,7 +72,7 @@ def _chrome_holders(port):
     holders = port_holders(port, CHROME if port == PORTS[0] else CHROME | FORWARDER)
     if not holders:  # it answered a moment ago: whoever did has gone, or took over after the check
         raise ForeignListener(f"port {port} answered, but no process holds it now")
-    for pid in sorted({pid for pids in holders.values() for pid in pids}):
+    for pid in holder_pids(holders):
         if os.path.basename(os.readlink(f"/proc/{pid}/exe")) in FORWARDER:
             if not set(FORWARD_TO_CHROME) & set(process_arguments(pid)):
                 raise ForeignListener(f"port {port}: socat (process {pid}) does not forward to Chrome's {PORTS[0]}")

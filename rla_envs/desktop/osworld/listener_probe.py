@@ -129,6 +129,11 @@ def port_holders(port, programs, proc="/proc"):
     return holders
 
 
+def holder_pids(holders):
+    """Every process in :func:`port_holders`' answer, once each, in order."""
+    return sorted({pid for pids in holders.values() for pid in pids})
+
+
 def same_holders(port, before, programs, proc="/proc"):
     """Raise :class:`ForeignListener` unless ``port`` is still held as it was (``before``: :func:`port_holders`)
     after an exchange, so that the answer came from those processes."""

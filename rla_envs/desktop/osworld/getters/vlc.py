@@ -82,7 +82,7 @@ try:
     holders = port_holders(port, VLC)
     if not holders:  # an answer counts only from a holder checked before the request and after it
         raise ConnectionRefusedError(f"nothing listens on port {port}")
-    for pid in sorted({pid for pids in holders.values() for pid in pids}):
+    for pid in holder_pids(holders):
         reason = redirected(pid)
         if reason:
             raise ForeignListener(f"port {port}: {reason}")
