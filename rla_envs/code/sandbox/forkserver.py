@@ -46,6 +46,9 @@ _SLOT_CGROUPS: dict[int, list[str]] = {}  # uid -> the cgroup.procs files its mo
 _WORK_INODES = 16384  # files and directories a work dir may hold
 _READ_FILES = ["/etc/ld.so.cache", "/etc/localtime", "/dev/urandom", "/dev/random"]
 _RW_FILES = ["/dev/null", "/dev/zero"]
+_WORKER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "TZ": "UTC", "PYTHONIOENCODING": "utf-8"}
+"""A worker's environment, with ``HOME`` and ``TMPDIR`` its work dir."""
+_PREPARED = False  # whether prepare_interpreter() ran in this process (the fork server's)
 
 
 def main(control_fd: int) -> None:
@@ -57,6 +60,7 @@ def main(control_fd: int) -> None:
     set_plan(plan, caps)
     _SLOT_CGROUPS.update({int(uid): files for uid, files in config.get("cgroups", {}).items()})
     seccomp_filter = confine.seccomp_program() if caps.get("seccomp") else None
+    prepare_interpreter()
     control.sendall(json.dumps({"hello": dict(caps, read_plan=plan.to_json())}).encode())
     children: set[int] = set()
     while True:
@@ -312,10 +316,6 @@ def _worker(spec: dict, fds: list[int], caps: dict, seccomp_filter: bytes | None
     os.closerange(5, os.sysconf("SC_OPEN_MAX"))
     for target in range(5):
         os.set_inheritable(target, True)
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
-        signal.signal(signum, signal.SIG_DFL)
-    for signum in (signal.SIGPIPE, signal.SIGXFSZ):  # as a fresh interpreter has them: errors, not deaths
-        signal.signal(signum, signal.SIG_IGN)
     if caps["private_proc"]:
         confine.mount_private_proc()
     try:  # the OOM killer's first choice, in the slot and host-wide (Landlock leaves /proc read-only to the program)
@@ -349,17 +349,31 @@ def _confine(spec: dict, caps: dict, workdir: str, limits: dict) -> None:
     confine.set_parent_death_signal(signal.SIGKILL)
 
 
-def _clean_interpreter(workdir: str) -> None:
-    """What the program finds: a fixed environment, the work dir and the read plan on ``sys.path``, and no module of
-    the sandbox's but the runner's own two (the ones loaded stay referenced by the code that confines it)."""
+def prepare_interpreter() -> None:
+    """What every worker's interpreter starts from, but its work dir: the fixed environment, the signal dispositions
+    of a fresh interpreter's program, and no module of the sandbox's but the runner's own two (the ones loaded stay
+    referenced by the code that confines it). The fork server does this once, before it forks anything, so that no
+    spare pays for it (tearing down modules and the environment touches pages each forked worker would copy)."""
+    global _PREPARED
     os.environ.clear()
-    os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
-                       "LANG": "C.UTF-8", "TZ": "UTC", "PYTHONIOENCODING": "utf-8"})
-    sys.path[:] = [workdir] + _PLAN["sys_path"]
+    os.environ.update(_WORKER_ENV)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    for signum in (signal.SIGPIPE, signal.SIGXFSZ):  # as a fresh interpreter has them: errors, not deaths
+        signal.signal(signum, signal.SIG_IGN)
     for name in [n for n in sys.modules if n.startswith("rla_envs")]:
         if name != "rla_envs.code.sandbox.runner" and name != "rla_envs.code.sandbox.base":
             del sys.modules[name]
+    _PREPARED = True
 
+
+def _clean_interpreter(workdir: str) -> None:
+    """What the program finds: the prepared interpreter (:func:`prepare_interpreter`, done here in a worker whose
+    parent did not), with the work dir as its home and first on ``sys.path`` before the read plan's entries."""
+    if not _PREPARED:
+        prepare_interpreter()
+    os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+    sys.path[:] = [workdir] + _PLAN["sys_path"]
 
 if __name__ == "__main__":
     main(int(sys.argv[1]))

@@ -289,6 +289,11 @@ print("UID", os.getuid(), os.getgid(), os.getgroups())
 st = os.stat(os.getcwd())
 print("CWD_MODE", oct(stat.S_IMODE(st.st_mode)), st.st_uid, os.listdir("."))
 print("ENV", sorted(os.environ))
+print("HOME_IS_CWD", os.environ["HOME"] == os.environ["TMPDIR"] == os.getcwd())
+import signal, sys
+print("SANDBOX_MODULES", sorted(n for n in sys.modules if n.startswith("rla_envs")))
+print("SIGNALS", [signal.getsignal(s) == want for s, want in ((signal.SIGINT, signal.SIG_DFL),
+      (signal.SIGTERM, signal.SIG_DFL), (signal.SIGCHLD, signal.SIG_DFL), (signal.SIGPIPE, signal.SIG_IGN))])
 print("VISIBLE_PIDS", sum(1 for p in os.listdir("/proc") if p.isdigit()))
 fds = sorted(int(x) for x in os.listdir("/proc/self/fd"))
 print("INHERITED_FDS", [fd for fd in fds if fd > 2 and os.path.exists(f"/proc/self/fd/{fd}")])
@@ -303,7 +308,11 @@ def test_runs_as_its_own_uid_in_a_fresh_private_dir_with_a_clean_env(box, monkey
     uid = int(lines["UID"].split()[0])
     assert uid in uids(box) and lines["UID"] == f"{uid} {uid} []"
     assert lines["CWD_MODE"] == f"0o700 {uid} []"
-    assert "HOST_CANARY_API_KEY" not in lines["ENV"] and "PYTHONPATH" not in lines["ENV"]
+    assert lines["ENV"] == str(["HOME", "LANG", "PATH", "PYTHONIOENCODING", "TMPDIR", "TZ"])  # no canary, no PYTHONPATH
+    assert lines["HOME_IS_CWD"] == "True"
+    # the fork server prepared the interpreter once: none of the sandbox's modules but the runner's own two
+    assert lines["SANDBOX_MODULES"] == str(["rla_envs.code.sandbox.base", "rla_envs.code.sandbox.runner"])
+    assert lines["SIGNALS"] == str([True] * 4)
     assert int(lines["VISIBLE_PIDS"]) <= 2
     assert lines["INHERITED_FDS"] == "[3, 4]"  # the request and result pipes, passed on purpose
     assert stdio(PROBE, box=box).stdout.count("[]") >= 2  # the next run starts from an empty dir again
