@@ -50,12 +50,13 @@ def _warm_policy(out: Path, sft_steps: int) -> Path:
     return out / "checkpoints" / "step-000000" / "policy"
 
 
-def _side(policy: Path, run_dir: Path, steps: int, *, rescore: bool) -> tuple[float, float]:
-    """(seconds per co-training step, seconds per 64-episode evaluation) for one side of the comparison."""
+def _side(policy: Path, run_dir: Path, steps: int, *, rescore: bool) -> tuple[float, float, dict[str, float]]:
+    """(seconds per co-training step, seconds per 64-episode evaluation, mean seconds per step of each phase) for
+    one side of the comparison."""
     from rla_train.backends.choice import ChoiceBackend
     from rla_train.config import load_config
     from rla_train.cotrainer.components import build_components
-    from rla_train.cotrainer.loop import evaluate, train_step
+    from rla_train.cotrainer.loop import TIMING_PREFIX, evaluate, train_step
 
     config = load_config(None, [*GATE_OVERRIDES, f"policy.model={policy}", "train.warm_start_sft_steps=0",
                                 "train.warm_start_listwise_steps=0", "train.eval_episodes=16",
@@ -76,9 +77,11 @@ def _side(policy: Path, run_dir: Path, steps: int, *, rescore: bool) -> tuple[fl
 
             trainer.update = update_scoring_again
         train_step(config, parts)  # not counted: the env worker loads its games
-        started = time.perf_counter()
+        started, phases = time.perf_counter(), {}
         for _ in range(steps):
-            train_step(config, parts)
+            for name, seconds in train_step(config, parts).items():
+                if name.startswith(TIMING_PREFIX):
+                    phases[name.removeprefix(TIMING_PREFIX)] = phases.get(name.removeprefix(TIMING_PREFIX), 0) + seconds
         step_seconds = (time.perf_counter() - started) / steps
         evaluate(parts.eval_engine, parts.eval_tasks[:8])  # not counted: loads the held-out games
         started = time.perf_counter()
@@ -86,7 +89,7 @@ def _side(policy: Path, run_dir: Path, steps: int, *, rescore: bool) -> tuple[fl
         eval_seconds = (time.perf_counter() - started) * 64 / len(parts.eval_tasks)
     finally:
         parts.close()
-    return step_seconds, eval_seconds
+    return step_seconds, eval_seconds, {name: seconds / steps for name, seconds in phases.items()}
 
 
 def run(quick: bool = False) -> list[Metric]:
@@ -97,13 +100,15 @@ def run(quick: bool = False) -> list[Metric]:
     steps = 2 if quick else 4
     with tempfile.TemporaryDirectory() as tmp:
         policy = _warm_policy(Path(tmp) / "warm", sft_steps=150 if quick else 400)
-        ours, ours_eval = _side(policy, Path(tmp) / "ours", steps, rescore=False)
-        before, before_eval = _side(policy, Path(tmp) / "before", steps, rescore=True)
+        ours, ours_eval, phases = _side(policy, Path(tmp) / "ours", steps, rescore=False)
+        before, before_eval, _ = _side(policy, Path(tmp) / "before", steps, rescore=True)
     arm = (ARM_STEPS * ours + EVALUATION_PASSES * ours_eval) / 60
     setting = f"outcome_only, 4 tasks x 8 rollouts, lr 1e-3, 1 pass in 2 mini-batches, {steps} steps a side"
+    profile = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(phases.items(), key=lambda kv: -kv[1]))
     return [
         Metric("cotrain_step_speedup", ours, before, "s/step", higher_is_better=False, goal=1.5,
-               note=f"{setting}; baseline: KV-cache scoring and every state scored again by the update"),
+               note=f"{setting}; baseline: KV-cache scoring and every state scored again by the update; a step of "
+                    f"rla's side by phase (seconds_* in metrics.jsonl): {profile}"),
         Metric("arm_seed_cpu_minutes", arm, 15.0, "CPU-min", higher_is_better=False, goal=1.0,
                note=f"{ARM_STEPS} steps x {ours:.1f} s + {EVALUATION_PASSES} evaluations x {ours_eval:.1f} s "
                     f"(64 episodes; before this benchmark {before:.1f} s/step, {before_eval:.1f} s/evaluation); "

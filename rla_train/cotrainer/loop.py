@@ -22,6 +22,7 @@ checkpoints from which ``--resume`` continues exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 import warnings
@@ -59,7 +60,7 @@ from rla_train.signals.samples import (RewardSpec, advantage_change_fraction, po
 from rla_train.cotrainer.demonstrations import expert_demonstrations
 from rla_train.cotrainer.warm_start import choice_sft, sft_warm_start
 
-__all__ = ["train", "train_step", "evaluate", "reward_spec", "pool_funnel"]
+__all__ = ["train", "train_step", "evaluate", "reward_spec", "pool_funnel", "TIMING_PREFIX"]
 
 
 def evaluate(engine, tasks, *, desc: str = "held-out") -> dict[str, Any]:
@@ -122,6 +123,34 @@ def reward_spec(config: TrainConfig):
                       step_advantage_weight=policy.gigpo_step_advantage_weight, gigpo_norm=policy.gigpo_mode)
 
 
+TIMING_PREFIX = "seconds_"
+"""Metrics named so (and ``step_seconds``, ``episodes_per_second``) are wall times: they differ between equal runs."""
+
+
+class _PhaseClock:
+    """Wall seconds of a step's phases, as ``seconds_<phase>`` metrics (a profile of every step, in metrics.jsonl)."""
+
+    def __init__(self, started: float) -> None:
+        self._last = started
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        """The time since the previous lap was spent in ``phase``."""
+        now = time.perf_counter()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self._last
+        self._last = now
+
+    def split(self, phase: str, **parts: float) -> None:
+        """Name the parts of ``phase`` measured elsewhere; what is left of it becomes ``<phase>_other``."""
+        total = self.seconds.pop(phase, 0.0)
+        for name, seconds in parts.items():
+            self.seconds[f"{phase}_{name}"] = seconds
+        self.seconds[f"{phase}_other"] = max(0.0, total - sum(parts.values()))
+
+    def metrics(self) -> dict[str, float]:
+        return {f"{TIMING_PREFIX}{phase}": seconds for phase, seconds in self.seconds.items()}
+
+
 def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: list | None = None) -> dict[str, float]:
     """One step of the loop (see the module docstring); returns its metrics (on rank 0; other ranks get ``{}``).
 
@@ -133,9 +162,12 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: l
     """
     mode = MODES[config.train.mode]
     started = time.perf_counter()
+    clock = _PhaseClock(started)
     draw = config.rollout.tasks_per_step * ranks.world_size
     tasks = ranks.scatter(parts.feeder.draw(draw) if ranks.is_main else None)                   # 1
+    engine_before = dataclasses.replace(parts.engine.stats)
     episodes = parts.engine.run(tasks, group_size=config.rollout.group_size)                     # 2
+    clock.lap("rollout")
     size = config.rollout.group_size
     groups = [episodes[g * size:(g + 1) * size] for g in range(len(tasks))]
     local: dict[str, float] = {}
@@ -144,9 +176,11 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: l
         report = parts.reward_model.judge(None, episodes)
         generations = {id(e): g for e, g in zip(episodes, report.generations)}
         local["judge_unparseable_fraction"] = report.unparseable_fraction
+        clock.lap("judge")
     spec = reward_spec(config)
     samples, stats = policy_samples(groups, spec)                                                # 4
     policy = parts.policy_trainer.update(samples)                                                 # 5
+    clock.lap("policy_update")
     local.update({f"policy_{k}": v for k, v in policy.items() if not k.startswith("trl/")})
     if parts.rm_trainer is not None:                                                              # 6
         objective = config.reward_model.objective
@@ -162,6 +196,11 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: l
             local.update({f"rm_{k}": v for k, v in rm.items() if not k.startswith("trl/")})
         local["rm_judgments"] = rm_stats["judgments"]
         local["rm_groups_filtered"] = rm_stats["groups_filtered"]
+        clock.lap("rm_update")
+    engine = parts.engine.stats  # where the rollouts' time went: the policy's model, the envs, the engine itself
+    clock.split("rollout", generate=engine.generate_seconds - engine_before.generate_seconds,
+                env=engine.env_seconds - engine_before.env_seconds)
+    local.update(clock.metrics())  # this rank's phases
     local.update(zero_advantage_fraction=stats["zero_advantage_fraction"], groups_filtered=stats["groups_filtered"])
     local.update({k: v for k, v in stats.items() if k.endswith("_fraction") and k.startswith("gigpo_")})
     gathered = ranks.gather((tasks, groups, local))
@@ -171,8 +210,10 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: l
     groups = [group for _, rank_groups, _ in gathered for group in rank_groups]
     if played is not None:
         played[:] = groups
+    clock = _PhaseClock(time.perf_counter())  # rank 0's phases from here on
     metrics = {**merge_rank_metrics([rank_metrics for _, _, rank_metrics in gathered]),
                **_episode_metrics(groups, spec, mode, config.reward_model.label_rule)}
+    clock.lap("step_metrics")
     usable_groups = [[e for e in group if e.error is None] for group in groups]
     for task, usable in zip(tasks, usable_groups):                                                # 7
         if usable:
@@ -189,6 +230,8 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: l
         pool = parts.feeder.pool  # counted as the pool counts them: usable episodes, tasks that are not their root
         on_rewrites = sum(len(usable) for task, usable in zip(tasks, usable_groups) if pool.root_of(task.id) != task.id)
         metrics["pool_rewritten_episode_fraction"] = on_rewrites / max(1, sum(map(len, usable_groups)))
+    clock.lap("pool")
+    metrics.update(clock.metrics())
     seconds = time.perf_counter() - started
     episodes = [e for group in groups for e in group]
     metrics.update({"pool_tasks": float(len(parts.feeder.pool.active_tasks())),

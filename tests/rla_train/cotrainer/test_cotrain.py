@@ -34,6 +34,13 @@ SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_
 VOLATILE = ("time", "episodes_per_second", "step_seconds")
 
 
+def stable(row: dict) -> dict:
+    """A metrics.jsonl row without its wall times (which differ between equal runs)."""
+    from rla_train.cotrainer.loop import TIMING_PREFIX
+
+    return {k: v for k, v in row.items() if k not in VOLATILE and not k.startswith(TIMING_PREFIX)}
+
+
 def weights(path):
     from transformers import AutoModelForCausalLM
 
@@ -91,6 +98,16 @@ def test_every_mode_trains_what_it_should(mode, alfworld_cache, tmp_path, capsys
         assert pool["training_episodes"] == 2 * 2 * 4 and 0 <= pool["episodes_on_rewrites"] <= 16
     if MODES[mode].advantage == "gigpo":  # a group's rollouts all start from the game's one first state
         assert all(r["gigpo_shared_step_fraction"] > 0 and "policy_advantage_changed_fraction" in r for r in rows)
+    # every step's profile: where its wall time went, phase by phase (disjoint parts of step_seconds)
+    phases = {"rollout_generate", "rollout_env", "rollout_other", "policy_update", "step_metrics"}
+    phases |= ({"judge"} if MODES[mode].reward_model else set()) | ({"rm_update"} if MODES[mode].train_reward_model
+                                                                    else set())
+    phases |= {"pool"} if MODES[mode].adapt_env else set()
+    for r in rows:
+        timed = {k.removeprefix("seconds_"): v for k, v in r.items() if k.startswith("seconds_")}
+        assert set(timed) >= phases and all(v >= 0 for v in timed.values()), timed
+        assert timed["rollout_generate"] > 0 and timed["rollout_env"] > 0 and timed["policy_update"] > 0
+        assert sum(timed.values()) <= r["step_seconds"] * (1 + 1e-9)  # float rounding only: the parts are disjoint
     assert (tmp_path / "learning_curves.png").stat().st_size > 10_000
     assert {"before", "after"} <= set(json.loads((tmp_path / "summary.json").read_text()))
 
@@ -121,8 +138,7 @@ def test_sigkill_mid_step_then_resume_matches_an_uninterrupted_run(adapters, alf
     assert not (killed / "checkpoints" / "step-000002").exists()
     resumed = _run(["--resume", str(killed)], alfworld_cache)
     assert resumed.wait(timeout=600) == 0, resumed.stderr.read()
-    strip = [{k: v for k, v in row.items() if k not in VOLATILE} for row in metrics(straight)]
-    assert [{k: v for k, v in row.items() if k not in VOLATILE} for row in metrics(killed)] == strip
+    assert [stable(row) for row in metrics(killed)] == [stable(row) for row in metrics(straight)]
     final = "checkpoints/step-000003"
     for role in ("policy", "reward_model"):
         a, b = weights(straight / final / role), weights(killed / final / role)

@@ -25,7 +25,7 @@ from rla_train.cotrainer.distributed import (ONE_PROCESS, Ranks, aligned_micro_b
 from rla_train.cotrainer.policy_update import NOT_LOSS_INPUTS, ROW_SCALE
 from rla_train.signals.samples import Sample
 from tests.rla_envs.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA_CACHE for the session)
-from tests.rla_train.cotrainer.test_cotrain import SMALL, VOLATILE
+from tests.rla_train.cotrainer.test_cotrain import SMALL, stable
 from tests.rla_train.cotrainer.test_policy_update import trainer_factory  # noqa: F401  (a fixture)
 
 WORKER = Path(__file__).with_name("ddp_worker.py")
@@ -101,7 +101,7 @@ def _records(record: Path, rank: int) -> list[dict]:
 
 def _metrics(run_dir: Path) -> list[dict]:
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in row.items() if k not in VOLATILE} for row in rows]
+    return [stable(row) for row in rows]
 
 
 def _kill_ranks(launcher: subprocess.Popen, record: Path) -> None:

@@ -139,7 +139,7 @@ def test_co_training_on_ray_env_workers_computes_what_it_computes_on_processes(c
     """One co-training step (policy, judge, pool) with env.backend=ray: the same metrics as with env processes."""
     from rla_train.config import load_config
     from rla_train.cotrainer.loop import train
-    from tests.rla_train.cotrainer.test_cotrain import SMALL, VOLATILE, metrics
+    from tests.rla_train.cotrainer.test_cotrain import SMALL, metrics, stable
 
     rows = {}
     for backend in ("process", "ray"):
@@ -147,6 +147,6 @@ def test_co_training_on_ray_env_workers_computes_what_it_computes_on_processes(c
         config = load_config(None, [*SMALL, "train.steps=1", "env.workers=2", f"env.backend={backend}",
                                     f"output.dir={out}"])
         train(config, progress=False)
-        rows[backend] = [{k: v for k, v in row.items() if k not in VOLATILE} for row in metrics(out)]
+        rows[backend] = [stable(row) for row in metrics(out)]
     assert len(rows["ray"]) == 1 and rows["ray"][0]["policy_samples"] > 0
     assert rows["ray"] == rows["process"]
