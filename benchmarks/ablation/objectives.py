@@ -15,7 +15,7 @@ for the same number of steps at gate B's policy settings. The arms differ only i
   when only the policy's steps change under it);
 * ``paper``: RLAnything's consistency reward (``reward_model.objective=paper``), ``balanced`` (the same with won and
   lost episodes weighted alike), ``labelled`` (agreement with the planner's label of each of the policy's steps:
-  privileged), each at the reward-model learning rate ``--rm-learning-rate`` (1e-3: at the default 1e-4 no objective
+  privileged), ``labelled_balanced`` (the same with the batch's good and bad steps weighted alike), each at the reward-model learning rate ``--rm-learning-rate`` (1e-3: at the default 1e-4 no objective
   moves the judge measurably in 12 steps, docs/ablation.md).
 
 Measured per run (its ``summary.json`` and ``metrics.jsonl``): the judge's vote balanced accuracy on fixed data before
@@ -54,6 +54,7 @@ ARMS: dict[str, tuple[str, ...]] = {
     "paper": ("train.mode=policy+reward", "reward_model.objective=paper"),
     "balanced": ("train.mode=policy+reward", "reward_model.objective=balanced"),
     "labelled": ("train.mode=policy+reward", "reward_model.objective=labelled"),
+    "labelled_balanced": ("train.mode=policy+reward", "reward_model.objective=labelled_balanced"),
 }
 """Each arm's own settings; ``frozen`` is the control every other arm is read against."""
 

@@ -36,6 +36,15 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "policy"
 
 
+def model_fingerprint(model: str) -> str:
+    """A local model directory's contents as one digest; a hub id as it is named (its revision is not known here)."""
+    if not Path(model).is_dir():
+        return str(model)
+    from rla_train.cotrainer.checkpoint import directory_fingerprint
+
+    return "sha256:" + directory_fingerprint(model)
+
+
 @dataclass
 class PolicySource:
     """A policy to evaluate, resolved from ``--policy``.
@@ -67,6 +76,10 @@ class PolicySource:
     label_rule: str | None = None
     reward_model: str | None = None
     run_config: Any | None = None
+
+    def fingerprint(self) -> str:
+        """What plays its episodes: the model's :func:`model_fingerprint`, or a reference policy's name."""
+        return model_fingerprint(self.model) if self.kind == "model" and self.model else self.kind
 
     def describe(self) -> dict[str, Any]:
         """JSON-able facts about the source (written beside the results)."""

@@ -125,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from benchmarks.evaluate.agents import ReferenceAgent
     from benchmarks.evaluate.checkpoints import resolve_policy, resolve_reward_model
+    from benchmarks.evaluate.episodes import ForeignEpisodes
     from benchmarks.evaluate.run import evaluate_policy
     from benchmarks.evaluate.settings import OWN_REWARD_MODEL, EvalSettings, run_defaults
     from benchmarks.evaluate.table import comparison_table, format_markdown, write_table
@@ -179,8 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (ValueError, RlaError) as error:  # another evaluation's task list in --out, a split the env lacks
             print(f"error: --split {split}: {error}", file=sys.stderr)
             return 2
-    results = [evaluate_policy(source, tasks[split], settings, split=split, out=args.out)
-               for source in sources for split in splits]  # each model loads once for all splits
+    try:
+        results = [evaluate_policy(source, tasks[split], settings, split=split, out=args.out)
+                   for source in sources for split in splits]  # each model loads once for all splits
+    except ForeignEpisodes as error:  # --out holds episodes another policy or other settings played
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     atomic_write_json(args.out / "results.json", results)
     table = comparison_table(results)
     paths = write_table(table, args.out)

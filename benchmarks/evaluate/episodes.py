@@ -8,6 +8,7 @@ every step is judged and the expert step labels (:mod:`rla_envs.core.labels`) ar
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,17 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from benchmarks.evaluate.tasks import task_type
+from rla_envs.core.files import atomic_write_json
 from rla_envs.core.labels import has_step_labels, step_labels
 from rla_envs.core.task import Task
 from rla_train.cotrainer.play_setup import play_heldout
 from rla_train.rollout.records import append_records, read_records
 
-__all__ = ["play_episodes"]
+__all__ = ["play_episodes", "identity_path", "ForeignEpisodes"]
+
+
+class ForeignEpisodes(ValueError):
+    """An episodes file in ``--out`` that this evaluation must not resume (another task list, policy or settings)."""
 
 
 def _record(episode, index: int, labels: list | None) -> dict[str, Any]:
@@ -35,28 +41,56 @@ def _record(episode, index: int, labels: list | None) -> dict[str, Any]:
     return data
 
 
+def identity_path(path: Path) -> Path:
+    """The file beside an episodes file that says who played its episodes, and how."""
+    return path.with_suffix(".identity.json")
+
+
+def _claim(path: Path, identity: dict[str, Any], has_records: bool) -> None:
+    """Resume ``path`` only with the policy and settings that wrote it (``identity``); a new file records them."""
+    beside = identity_path(path)
+    identity = json.loads(json.dumps(identity, sort_keys=True, default=str))  # as the file holds it (lists, str keys)
+    if beside.is_file():
+        try:
+            recorded = json.loads(beside.read_text())
+        except (OSError, ValueError):
+            recorded = None
+        if recorded != identity:
+            keys = sorted(k for k in identity if not isinstance(recorded, dict) or recorded.get(k) != identity[k])
+            raise ForeignEpisodes(f"{path} holds episodes of another policy or settings ({', '.join(keys) or 'unreadable'} "
+                             f"differ, {beside.name}): remove both or use a new --out")
+    elif has_records:
+        raise ForeignEpisodes(f"{path} holds episodes but not who played them ({beside.name} is missing): remove it or use "
+                         "a new --out")
+    else:
+        atomic_write_json(beside, identity)
+
+
 def play_episodes(engine, tasks: Sequence[Task], path: Path, *, group_size: int = 1, judge=None, desc: str = "",
-          one_pass: bool = False, label_rule: str | None = None) -> list[dict]:
+          one_pass: bool = False, label_rule: str | None = None, identity: dict[str, Any] | None = None) -> list[dict]:
     """Play ``group_size`` episodes of every task not yet in ``path``, one engine batch at a time; all records.
 
     ``one_pass``: one episode of every task in one engine pass (:func:`rla_train.cotrainer.play_setup.play_heldout`, the
     trainer's evaluation), written when it ends: a file holding only some of them is refused. ``label_rule``: the
     step labels the judge's votes are recorded beside (:data:`rla_envs.core.labels.LABEL_RULES`; None: the family's
-    own default).
+    own default). ``identity``: who plays and how (the policy's fingerprint, the seed, ...), kept beside ``path``
+    (:func:`identity_path`): a file another policy or other settings wrote is refused, not resumed.
     """
     records = read_records(path)
+    if identity is not None:
+        _claim(path, identity, has_records=bool(records))
     if len(records) % group_size:
-        raise ValueError(f"{path} holds {len(records)} episodes, not whole groups of {group_size}; "
+        raise ForeignEpisodes(f"{path} holds {len(records)} episodes, not whole groups of {group_size}; "
                          "remove it to restart")
     for index, record in enumerate(records):
         expected = tasks[index // group_size].id if index // group_size < len(tasks) else None
         if record.get("task_id") != expected:
-            raise ValueError(f"{path} line {index + 1} is task {record.get('task_id')!r}, but the task list has "
+            raise ForeignEpisodes(f"{path} line {index + 1} is task {record.get('task_id')!r}, but the task list has "
                              f"{expected!r} there; it belongs to another evaluation: remove it or use a new --out")
     done = len(records) // group_size
     if one_pass:
         if done not in (0, len(tasks)):
-            raise ValueError(f"{path} holds {done} of {len(tasks)} episodes, but a sampled evaluation plays all in one "
+            raise ForeignEpisodes(f"{path} holds {done} of {len(tasks)} episodes, but a sampled evaluation plays all in one "
                              "pass; remove it to restart")
         return records or _play_all(engine, tasks, path, judge=judge, desc=desc, label_rule=label_rule)
     chunk = max(1, engine.num_envs // group_size)

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.evaluate.checkpoints import model_fingerprint
 from benchmarks.evaluate.episodes import play_episodes
 from benchmarks.evaluate.models import build_judge, build_policy, build_test_writer, heldout_plan_for, reward_model_spec
 from benchmarks.evaluate.scores import pass_at_summary, summarize
@@ -50,16 +51,23 @@ def evaluate_policy(source, tasks: Sequence[Task], settings: EvalSettings, *, sp
     code = family_spec(settings.env_id).agent == "code"
     judge = None if code else build_judge(settings, rm_spec)  # code: the reward model writes unit tests instead
     stem = f"{source.name}-{file_part(split)}"
+    label_rule = settings.label_rule or source.label_rule or RewardModelConfig.label_rule
+    # what the episodes depend on besides the task list: a file written otherwise is refused, not resumed
+    identity = {"policy": source.fingerprint(), "seed": settings.seed, "temperature": plan.sampling.temperature,
+                "max_new_tokens": plan.sampling.max_new_tokens, "env_options": source.env_options | settings.env_options,
+                "judge": None if rm_spec is None else [model_fingerprint(rm_spec[0]), rm_spec[1], settings.judgments,
+                                                       settings.judge_temperature, label_rule]}
     with heldout_engine(plan, agent, backend, progress=settings.progress) as engine:
         records = play_episodes(engine, tasks, out / f"episodes-{stem}.jsonl", judge=judge, desc=f"{source.name} {split}",
-                        one_pass=not plan.sampling.greedy,
-                        label_rule=settings.label_rule or source.label_rule or RewardModelConfig.label_rule)
+                        one_pass=not plan.sampling.greedy, label_rule=label_rule, identity=identity)
         result = summarize(records)
         if settings.samples and source.kind == "model":
             engine.sampling = SamplingParams(max_new_tokens=plan.sampling.max_new_tokens,
                                              temperature=settings.samples_temperature)
             sampled = play_episodes(engine, tasks, out / f"samples-{stem}.jsonl", group_size=settings.samples,
-                            desc=f"{source.name} {split} samples")
+                            desc=f"{source.name} {split} samples",
+                            identity={**identity, "samples": settings.samples,
+                                      "samples_temperature": settings.samples_temperature})
             result.update(pass_at_summary(records, sampled, settings.samples))
             if code and rm_spec is not None:
                 result.update(unit_test_metrics(build_test_writer(settings, rm_spec), tasks, sampled, settings.samples))

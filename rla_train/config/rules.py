@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from rla_envs.core.registry import families
 from rla_train.config.fields import SAME_AS_POLICY, TINY, ConfigError
+from rla_train.signals.rewards import LABELLED_OBJECTIVES
 
 if TYPE_CHECKING:
     from rla_train.config.loading import TrainConfig
@@ -40,8 +41,8 @@ def check_sections(config: TrainConfig) -> None:
         raise ConfigError(f"reward_model.kind=noisy_oracle votes the expert's step labels, which exist for the "
                           f"families with a step-label oracle ({', '.join(with_labels)}), not {family}; use "
                           "reward_model.kind=model")
-    if mode.train_reward_model and rm.objective == "labelled" and spec.step_labels is None:
-        raise ConfigError(f"reward_model.objective=labelled rewards agreeing with the family's step labels, which exist "
+    if mode.train_reward_model and rm.objective in LABELLED_OBJECTIVES and spec.step_labels is None:
+        raise ConfigError(f"reward_model.objective={rm.objective} rewards agreeing with the family's step labels, which exist "
                           f"for the families with a step-label oracle ({', '.join(with_labels)}), not {family}; use "
                           "reward_model.objective=paper or balanced")
     if mode.reward_model and rm.kind == "model" and rm.model is None:

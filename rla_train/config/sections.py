@@ -163,7 +163,7 @@ class RewardModelConfig(Section):
     judgments_per_step: int = setting(3, "m: independent judgments of every step", ge=1, fix="the paper uses m = 3")
     step_reward_weight: float = setting(1.0, "λ in R_i = O + (λ/m)·Σ_j S_ij (rla_train.signals.rewards.integrated_rewards lam)",
                                         alias="lam", ge=0, fix="the paper uses λ = 1")
-    learning_rate: float = setting(1e-4, "AdamW learning rate of the reward model (TRL learning_rate)", alias="lr", gt=0)
+    learning_rate: float = setting(3e-4, "AdamW learning rate of the reward model (TRL learning_rate)", alias="lr", gt=0)
     optimizer: dict[str, Any] = setting({"lr_scheduler_type": "linear"}, "optimizer fields that differ for the reward "
                                         "model, over the shared `optimizer` section ({} = the shared section as it is). The "
                                         "default decays the reward model's learning rate linearly to 0 over the run, what the "
@@ -186,11 +186,12 @@ class RewardModelConfig(Section):
                               "no_regress (the distance to the goal does not grow: a step that does nothing is good) or "
                               "progress (the distance shrinks); rla_envs.core.labels",
                               choices=("no_regress", "progress"))
-    objective: str = setting("paper", "what co-training rewards the reward model for: paper (consistency with the step "
+    objective: str = setting("labelled_balanced", "what co-training rewards the reward model for: paper (consistency with the step "
                              "reward, R_i·S_ij), balanced (the same, won and lost episodes weighted alike) or labelled "
                              "(agreement with the family's step-label oracle, e.g. ALFWorld's planner, on the policy's "
-                             "own rollouts; privileged: needs a family with step labels)",
-                             choices=("paper", "balanced", "labelled"))
+                             "own rollouts; privileged: needs a family with step labels) or labelled_balanced (the "
+                             "same, the batch's good and bad steps weighted alike)",
+                             choices=("paper", "balanced", "labelled", "labelled_balanced"))
     use_peft: bool = setting(False, _LORA["use_peft"])
     lora_r: int = setting(16, _LORA["lora_r"], ge=1)
     lora_alpha: int = setting(32, _LORA["lora_alpha"], ge=1)

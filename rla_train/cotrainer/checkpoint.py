@@ -46,7 +46,8 @@ import numpy as np
 from rla_envs.core.errors import RlaError
 
 __all__ = ["save_checkpoint", "latest_checkpoint", "list_checkpoints", "verify_checkpoint", "load_meta", "load_states",
-           "capture_rng", "restore_rng", "apply_rng", "plain_state", "CorruptCheckpoint", "CheckpointWarning", "CHECKPOINTS_DIR"]
+           "capture_rng", "restore_rng", "apply_rng", "plain_state", "directory_fingerprint", "CorruptCheckpoint",
+           "CheckpointWarning", "CHECKPOINTS_DIR"]
 
 CHECKPOINTS_DIR = "checkpoints"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
@@ -144,6 +145,15 @@ def list_checkpoints(run_dir: str | os.PathLike) -> list[tuple[int, Path]]:
 def _sha256(path: Path) -> str:
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def directory_fingerprint(directory: str | os.PathLike) -> str:
+    """One SHA-256 over the relative path, size and SHA-256 of every file under ``directory``: what a model directory
+    is, whatever its name (an evaluation's episodes are only resumed by the model that played them)."""
+    directory = Path(directory)
+    files = sorted(p for p in directory.rglob("*") if p.is_file())
+    table = [[p.relative_to(directory).as_posix(), p.stat().st_size, _sha256(p)] for p in files]
+    return hashlib.sha256(json.dumps(table).encode()).hexdigest()
 
 
 def _manifest(directory: Path) -> dict[str, list]:

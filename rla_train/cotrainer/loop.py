@@ -54,7 +54,7 @@ from rla_train.cotrainer.trackers import close_trackers, log_evaluation, log_sum
 from rla_train.reward_model.label_data import warm_start_data
 from rla_train.reward_model.warm_start import warm_start_reward_model
 from rla_train.signals.metrics import outcome_accuracy, paired_improvement, success_summary
-from rla_train.signals.rewards import outcome_value
+from rla_train.signals.rewards import LABELLED_OBJECTIVES, outcome_value
 from rla_train.signals.samples import (RewardSpec, advantage_change_fraction, policy_samples, reward_model_samples,
                                        step_rewards)
 from rla_train.cotrainer.demonstrations import expert_demonstrations
@@ -186,7 +186,7 @@ def train_step(config: TrainConfig, parts, ranks: Ranks = ONE_PROCESS, played: l
         objective = config.reward_model.objective
         labels = ({id(e): oracle_labels(e, config.reward_model.label_rule) for group in groups for e in group
                    if e.error is None}
-                  if objective == "labelled" else None)  # kept on the episodes: the step's metrics reuse them
+                  if objective in LABELLED_OBJECTIVES else None)  # kept on the episodes: the step's metrics reuse them
         rm_samples, rm_stats = reward_model_samples(groups, generations, spec, low=config.reward_model.task_filter_low,
                                                     high=config.reward_model.task_filter_high, objective=objective,
                                                     labels=labels)

@@ -10,9 +10,9 @@ Pure functions over numbers and numpy arrays (no torch, no models), one per line
   step index; zero-advantage samples are dropped.
 - :func:`consistency_rewards` / :func:`episode_consistency_rewards` — reward-model reward R_i·S_ij
   (unparseable vote → −2), z-scored within the m judgments of a step (a lone judgment gets 0).
-- :func:`label_rewards` and :func:`outcome_balance_weights` — the reward model's other objectives
-  (:data:`RM_OBJECTIVES`): agreement with the family's step label, and consistency weighted so that won and lost
-  episodes count alike.
+- :func:`label_rewards`, :func:`outcome_balance_weights` and :func:`class_balance_weights` — the reward model's other
+  objectives (:data:`RM_OBJECTIVES`): agreement with the family's step label (as it comes, or with good and bad
+  steps weighing alike), and consistency weighted so that won and lost episodes count alike.
 - :func:`policy_task_filter` / :func:`reward_model_task_filter` — which tasks give training data; the policy
   filter has three named rules (:data:`GROUP_FILTERS`).
 - :func:`unit_test_correctness` / :func:`unit_test_rewards` — the coding variant: rewards for generated
@@ -49,7 +49,8 @@ import numpy as np
 __all__ = [
     "INVALID_JUDGMENT_REWARD", "ROUNDING_TOLERANCE", "OUTCOME_ENCODINGS", "GROUP_FILTERS", "zscores", "outcome_value",
     "integrated_rewards", "step_advantages", "nonzero_mask",
-    "consistency_rewards", "episode_consistency_rewards", "RM_OBJECTIVES", "label_rewards", "outcome_balance_weights",
+    "consistency_rewards", "episode_consistency_rewards", "RM_OBJECTIVES", "LABELLED_OBJECTIVES", "label_rewards",
+    "outcome_balance_weights", "class_balance_weights",
     "policy_task_filter", "reward_model_task_filter",
     "unit_test_correctness", "unit_test_rewards",
 ]
@@ -192,7 +193,9 @@ def episode_consistency_rewards(step_rewards: Sequence[float] | np.ndarray,
 #: What the reward model is rewarded for (``reward_model.objective``): ``paper`` the consistency R_i·S_ij above;
 #: ``balanced`` the same, each episode weighted so that won and lost episodes weigh alike
 #: (:func:`outcome_balance_weights`); ``labelled`` agreement with the family's step label (:func:`label_rewards`).
-RM_OBJECTIVES = ("paper", "balanced", "labelled")
+RM_OBJECTIVES = ("paper", "balanced", "labelled", "labelled_balanced")
+LABELLED_OBJECTIVES = ("labelled", "labelled_balanced")
+"""The objectives trained on the family's step labels (privileged: the planner's), not on outcomes."""
 
 
 def label_rewards(label: bool | None, votes: Sequence[int]) -> np.ndarray:
@@ -212,19 +215,27 @@ def label_rewards(label: bool | None, votes: Sequence[int]) -> np.ndarray:
 
 
 def outcome_balance_weights(won: Sequence[bool]) -> np.ndarray:
-    """Per-episode weights under which won and lost episodes weigh alike: n / (2 · n_class), 1 with one class.
+    """Per-episode weights under which won and lost episodes weigh alike (:func:`class_balance_weights` of the outcomes).
 
     With O = ±1 and λ <= 1 the consistency reward has the sign of the outcome, so a batch of mostly lost episodes
     pays the judge for voting "bad" far more often than for "good": the judge learns the base rate. Weighting each
-    class to half the total removes that pull. By hand: [won, lost, lost, lost] → [2, 2/3, 2/3, 2/3] (4/2 and 4/6).
+    class to half the total removes that pull.
     """
-    flags = np.asarray([bool(w) for w in won], dtype=bool)
-    if flags.size == 0:
+    return class_balance_weights(won)
+
+
+def class_balance_weights(flags: Sequence[bool]) -> np.ndarray:
+    """Weights under which the True and the False items weigh alike: n / (2 · n_class), 1 with one class.
+
+    By hand: [True, False, False, False] → [2, 2/3, 2/3, 2/3] (4/2 and 4/6).
+    """
+    array = np.asarray([bool(f) for f in flags], dtype=bool)
+    if array.size == 0:
         return np.zeros(0)
-    wins = int(flags.sum())
-    if wins in (0, flags.size):
-        return np.ones(flags.size)
-    return np.where(flags, flags.size / (2 * wins), flags.size / (2 * (flags.size - wins)))
+    true = int(array.sum())
+    if true in (0, array.size):
+        return np.ones(array.size)
+    return np.where(array, array.size / (2 * true), array.size / (2 * (array.size - true)))
 
 
 def _check_rate(success_rate: float) -> float:

@@ -35,9 +35,10 @@ from typing import Any
 import numpy as np
 
 from rla_train.signals.gigpo import GIGPO_NORMS, GigpoStats, gigpo_advantages
-from rla_train.signals.rewards import (GROUP_FILTERS, OUTCOME_ENCODINGS, RM_OBJECTIVES, ROUNDING_TOLERANCE,
-                                       consistency_rewards, integrated_rewards, label_rewards, outcome_balance_weights,
-                                       outcome_value, policy_task_filter, reward_model_task_filter, step_advantages)
+from rla_train.signals.rewards import (GROUP_FILTERS, LABELLED_OBJECTIVES, OUTCOME_ENCODINGS, RM_OBJECTIVES,
+                                       ROUNDING_TOLERANCE, class_balance_weights, consistency_rewards,
+                                       integrated_rewards, label_rewards, outcome_balance_weights, outcome_value,
+                                       policy_task_filter, reward_model_task_filter, step_advantages)
 
 __all__ = ["Sample", "RewardSpec", "ADVANTAGES", "anchor_state", "step_rewards", "policy_samples", "reward_model_samples", "group_success_rate",
            "advantage_changes", "advantage_change_fraction"]
@@ -255,6 +256,12 @@ def advantage_change_fraction(groups: Sequence[Sequence], spec: RewardSpec,
     return sum(changed) / len(changed) if changed else 0.0
 
 
+def _episode_labels(labels: dict[int, Sequence[bool | None]], episode) -> list[bool | None] | None:
+    """The family's label of each of ``episode``'s judged steps, or None when the oracle gave none for every step."""
+    episode_labels = list(labels.get(id(episode)) or [])
+    return episode_labels if len(episode_labels) == len(episode.judgments) else None
+
+
 def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list], spec: RewardSpec, *,
                          low: float = 0.2, high: float = 0.8, objective: str = "paper",
                          labels: dict[int, Sequence[bool | None]] | None = None) -> tuple[list[Sample], dict[str, float]]:
@@ -266,32 +273,43 @@ def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list
     ``paper``, the consistency reward with R_i under ``spec`` (its outcome encoding and λ); ``balanced``, the same
     scaled by :func:`~rla_train.signals.rewards.outcome_balance_weights` over the kept episodes; ``labelled``,
     agreement with ``labels[id(episode)]`` (the family's step labels; an episode without labels gives no data),
-    on every group: the ``[low, high]`` success-rate filter exists for the outcome-based objectives. Counts: ``groups_filtered``, ``judgments`` and ``zero_reward_judgments`` (samples the trainer will drop: all of
+    on every group: the ``[low, high]`` success-rate filter exists for the outcome-based objectives;
+    ``labelled_balanced``, the same with the good and the bad steps of the batch weighing alike
+    (:func:`~rla_train.signals.rewards.class_balance_weights` over its labelled steps: most of a weak policy's steps
+    are bad, and agreement on them alone teaches the judge to vote "bad"). Counts: ``groups_filtered``, ``judgments`` and ``zero_reward_judgments`` (samples the trainer will drop: all of
     a step's judgments agreed in value, or the step was judged once).
     """
     if objective not in RM_OBJECTIVES:
         raise ValueError(f"objective must be one of {RM_OBJECTIVES}, got {objective!r}")
-    if objective == "labelled" and labels is None:
-        raise ValueError("objective='labelled' needs labels: {id(episode): [True | False | None per step]} from the "
+    labelled = objective in LABELLED_OBJECTIVES
+    if labelled and labels is None:
+        raise ValueError(f"objective={objective!r} needs labels: " "{id(episode): [True | False | None per step]} from the "
                          "family's step-label oracle")
     samples: list[Sample] = []
     stats = {"groups_filtered": 0.0, "judgments": 0.0, "zero_reward_judgments": 0.0}
     kept = []
     for group_index, group in enumerate(groups):
         episodes = _usable(group)
-        if not episodes or (objective != "labelled"  # labels need no spread of outcomes in the group
+        if not episodes or (not labelled  # labels need no spread of outcomes in the group
                             and not reward_model_task_filter(group_success_rate(episodes), low, high)):
             stats["groups_filtered"] += 1
             continue
         kept += [(group_index, episode) for episode in episodes]
     weights = (outcome_balance_weights([e.won for _, e in kept]) if objective == "balanced"
                else [1.0] * len(kept))
+    label_weight = {True: 1.0, False: 1.0}
+    if objective == "labelled_balanced":  # over the batch's labelled steps: good and bad weigh alike
+        step_labels = [label for _, e in kept for label in _episode_labels(labels, e) or () if label is not None]
+        if step_labels:
+            balance = class_balance_weights(step_labels)
+            label_weight = {label: float(balance[step_labels.index(label)]) for label in set(step_labels)}
     for (group_index, episode), weight in zip(kept, weights):
-        if objective == "labelled":
-            episode_labels = list(labels.get(id(episode)) or [])
-            if len(episode_labels) != len(episode.judgments):
+        if labelled:
+            episode_labels = _episode_labels(labels, episode)
+            if episode_labels is None:
                 continue  # not labelled (an oracle failure): no data
-            values = [label_rewards(label, votes) for label, votes in zip(episode_labels, episode.judgments)]
+            values = [label_rewards(label, votes) * (label_weight[label] if label is not None else 1.0)
+                      for label, votes in zip(episode_labels, episode.judgments)]
         else:
             values = [consistency_rewards(float(reward), votes) * weight
                       for reward, votes in zip(step_rewards(episode, spec), episode.judgments)]

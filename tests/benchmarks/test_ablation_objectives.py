@@ -9,6 +9,7 @@ import pytest
 from benchmarks.ablation.objectives import (ARMS, FINAL_POLICY_FILE, main, objective_table, overrides, read_run,
                                            read_runs, rejudge_config)
 from rla_train.config import load_config
+from rla_train.config.sections import RewardModelConfig
 
 
 def test_the_arms_differ_only_in_what_trains_the_judge(tmp_path):
@@ -26,7 +27,7 @@ def test_the_arms_differ_only_in_what_trains_the_judge(tmp_path):
                        if frozen[section][key] != value}
         expected = set() if arm == "frozen" else {("train", "mode"), ("reward_model", "objective"),
                                                    ("output", "dir")}
-        assert differences == expected - ({("reward_model", "objective")} if arm == "paper" else set()), arm
+        assert differences == expected - ({("reward_model", "objective")} if arm == RewardModelConfig.objective else set()), arm
         assert config["output"]["dir"] == str(tmp_path / "out" / "seed-1" / arm)
     assert configs["labelled"]["reward_model"]["objective"] == "labelled"
     with pytest.raises(ValueError, match="unknown arm 'oracle'; the arms are frozen, paper"):

@@ -175,6 +175,32 @@ def test_other_task_list_in_same_out_is_refused(reference_out, capsys):
     assert (reference_out / "results.json").read_text() == before
 
 
+def test_episodes_of_another_checkpoint_with_the_same_name_are_refused_not_resumed(games, tiny_run, tmp_path, capsys):
+    # a run made again into the same directory: the same policy name, other weights
+    command = ["--policy", str(tiny_run), "--action-mode", "choice", "--split", "valid_unseen", "--episodes", "2",
+               "--env-option", "max_steps=2", "--out", str(tmp_path), "--no-progress", *GAMES]
+    assert main(command) == 0
+    played = sorted(tmp_path.glob("episodes-*.jsonl"))
+    assert len(played) == 1 and played[0].with_suffix(".identity.json").is_file()
+    before = (tmp_path / "results.json").read_text()
+    assert main(command) == 0 and (tmp_path / "results.json").read_text() == before  # the same policy: resumed
+    other = tmp_path / "other-run"
+    shutil.copytree(tiny_run, other)
+    weights = next((other / "checkpoints" / "step-000003" / "policy").glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:-1] + bytes([weights.read_bytes()[-1] ^ 1]))  # one bit of the weights
+    same_name = tmp_path / "renamed"
+    shutil.move(str(tiny_run), str(same_name))  # keep the fixture's run ...
+    try:
+        shutil.move(str(other), str(tiny_run))  # ... and put the other one where it was: the same --policy path
+        capsys.readouterr()
+        assert main(command) == 2
+        assert "holds episodes of another policy or settings (policy differ" in capsys.readouterr().err
+        assert (tmp_path / "results.json").read_text() == before
+    finally:
+        shutil.rmtree(tiny_run)
+        shutil.move(str(same_name), str(tiny_run))
+
+
 def test_pass_at_k_matches_hand_computed_values():
     assert pass_at_k(4, 1, 1) == pytest.approx(0.25)  # c/n
     assert pass_at_k(5, 2, 2) == pytest.approx(0.7)   # 1 - C(3,2)/C(5,2) = 1 - 3/10

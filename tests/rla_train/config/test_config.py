@@ -167,7 +167,9 @@ def test_wrong_types_fail_with_field_type_and_value(override, match):
     (["reward_model.optimizer.learning_rate=1e-5"], r"not an optimizer field.*reward_model.learning_rate"),
     (["reward_model.optimizer.adam_beta2=1"], r"reward_model.optimizer: optimizer.adam_beta2 must be >= 0 and < 1"),
     (["optimizer.lr_scheduler_type=step"], r"optimizer.lr_scheduler_type must be one of"),
-    (["env.id=rla/Code-v0"], r"action_mode=text"),
+    # the CPU default's judge objective needs step labels, which code tasks do not have: the first fix named ...
+    (["env.id=rla/Code-v0"], r"objective=labelled_balanced rewards agreeing .* not code; use reward_model.objective=paper"),
+    (["env.id=rla/Code-v0", "reward_model.objective=paper"], r"action_mode=text"),  # ... then the next
     (["env.id=rla/AlfWorld-v1"], r"Did you mean 'rla/AlfWorld-v0'"),
     (["pool.rewriter=llm"], r"pool.rewriter_model"),
     (["reward_model.backend=openai", "reward_model.base_url=http://x/v1"], r"train.mode=policy to keep a frozen"),

@@ -213,3 +213,4 @@ def test_outcome_balance_weights_give_each_outcome_half_the_weight():
     np.testing.assert_allclose(rw.outcome_balance_weights([True, False, False, False]), [2, 2 / 3, 2 / 3, 2 / 3])
     np.testing.assert_array_equal(rw.outcome_balance_weights([False, False]), [1.0, 1.0])  # one class: unchanged
     assert rw.outcome_balance_weights([]).size == 0
+    np.testing.assert_allclose(rw.class_balance_weights([False, True, True]), [1.5, 0.75, 0.75])

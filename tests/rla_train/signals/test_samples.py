@@ -205,5 +205,38 @@ def test_reward_model_objectives_balanced_and_labelled():
                                                                                           abs=1e-4)
     with pytest.raises(ValueError, match="needs labels"):
         reward_model_samples([[won]], generations, RewardSpec(), objective="labelled")
+    with pytest.raises(ValueError, match="needs labels"):
+        reward_model_samples([[won]], generations, RewardSpec(), objective="labelled_balanced")
     with pytest.raises(ValueError, match="objective must be one of"):
         reward_model_samples([[won]], generations, RewardSpec(), objective="consistency")
+
+
+def test_labelled_balanced_weighs_the_batchs_good_and_bad_steps_alike():
+    # three episodes, four judged steps each; labelled: one good step, the rest bad (a weak policy's steps)
+    votes = [[1, -1, -1], [1, 1, -1], [-1, -1, 1], [1, -1, 1]]
+    eps = [episode(won, votes) for won in (True, False, False)]
+    generations = judge_generations(eps)
+    labels = {id(eps[0]): [True, False, False, None], id(eps[1]): [False, False, False, False],
+              id(eps[2]): [True, True, False, False]}
+    plain, _ = reward_model_samples([eps], generations, RewardSpec(), objective="labelled", labels=labels)
+    balanced, stats = reward_model_samples([eps], generations, RewardSpec(), objective="labelled_balanced",
+                                           labels=labels)
+    # 11 labelled steps: 3 good, 8 bad -> weights 11 / (2 x 3) for good steps' judgments, 11 / (2 x 8) for bad ones
+    flat = [label for e in eps for label in labels[id(e)]]
+    weight = {True: 11 / 6, False: 11 / 16, None: 1.0}
+    expected = [p.advantage * weight[flat[i // 3]] for i, p in enumerate(plain)]
+    assert [b.advantage for b in balanced] == pytest.approx(expected, rel=1e-12)
+    assert stats["judgments"] == 36
+    # summed over the batch, a good step's judgments now pull as much as a bad step's: |advantage| mass per class alike
+    mass = {True: 0.0, False: 0.0}
+    for i, b in enumerate(balanced):
+        if flat[i // 3] is not None:
+            mass[flat[i // 3]] += abs(b.advantage)
+    plain_mass = {c: sum(abs(p.advantage) for i, p in enumerate(plain) if flat[i // 3] is c) for c in (True, False)}
+    assert mass[True] / mass[False] == pytest.approx(plain_mass[True] / plain_mass[False] * (11 / 6) / (11 / 16))
+    # one class only: nothing to balance, the plain labelled rewards
+    one_class = {id(e): [False] * 4 for e in eps}
+    assert ([s.advantage for s in reward_model_samples([eps], generations, RewardSpec(), objective="labelled_balanced",
+                                                       labels=one_class)[0]]
+            == [s.advantage for s in reward_model_samples([eps], generations, RewardSpec(), objective="labelled",
+                                                          labels=one_class)[0]])
