@@ -48,16 +48,16 @@ def test_both_trainers_take_the_shared_optimizer_and_their_own_overrides_not_trl
         assert [getattr(args, name) for name in shared] == [3, 0.01, 0.8, 0.99, 1e-6, "adamw_torch"]
     assert (policy.lr_scheduler_type, policy.max_grad_norm, policy.learning_rate) == ("cosine", 0.5, 1e-3)
     assert (policy.beta, policy.epsilon_high) == (0.02, 0.28)
-    assert (judge.lr_scheduler_type, judge.max_grad_norm, judge.learning_rate) == ("constant_with_warmup", 2.0, 1e-4)
+    assert (judge.lr_scheduler_type, judge.max_grad_norm, judge.learning_rate) == ("constant_with_warmup", 2.0, 3e-4)
     assert (judge.loss_type, judge.epsilon, judge.num_iterations, judge.per_device_train_batch_size) == ("grpo", 0.1, 2, 4)
     assert (judge.beta, judge.epsilon_high) == (0.0, None)
 
 
 def test_the_default_run_trains_both_models_with_the_schedules_it_was_measured_with(tmp_path):
-    # the policy's schedule: constant 1e-3 (gate A's rate); the reward model's linear decay, which
+    # the policy's schedule: constant 1e-3 (gate A's rate); the reward model's linear decay from 3e-4, which
     # TRL's default gave it silently when the README's figures were measured, now explicit (reward_model.optimizer)
     config = TrainConfig()
-    for role, lr, schedule in (("policy", 1e-3, "constant"), ("reward_model", 1e-4, "linear")):
+    for role, lr, schedule in (("policy", 1e-3, "constant"), ("reward_model", 3e-4, "linear")):
         args = grpo_args(getattr(config, role), config.optimizer_for(role), tmp_path, seed=0, temperature=1.0)
         assert (args.learning_rate, args.lr_scheduler_type, args.warmup_steps, args.max_grad_norm) == \
             (lr, schedule, 0, 1.0)
