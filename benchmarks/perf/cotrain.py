@@ -81,7 +81,8 @@ def _side(policy: Path, run_dir: Path, steps: int, *, rescore: bool) -> tuple[fl
         for _ in range(steps):
             for name, seconds in train_step(config, parts).items():
                 if name.startswith(TIMING_PREFIX):
-                    phases[name.removeprefix(TIMING_PREFIX)] = phases.get(name.removeprefix(TIMING_PREFIX), 0) + seconds
+                    phase = name.removeprefix(TIMING_PREFIX)
+                    phases[phase] = phases.get(phase, 0) + seconds
         step_seconds = (time.perf_counter() - started) / steps
         evaluate(parts.eval_engine, parts.eval_tasks[:8])  # not counted: loads the held-out games
         started = time.perf_counter()

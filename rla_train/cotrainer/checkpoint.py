@@ -148,12 +148,9 @@ def _sha256(path: Path) -> str:
 
 
 def directory_fingerprint(directory: str | os.PathLike) -> str:
-    """One SHA-256 over the relative path, size and SHA-256 of every file under ``directory``: what a model directory
-    is, whatever its name (an evaluation's episodes are only resumed by the model that played them)."""
-    directory = Path(directory)
-    files = sorted(p for p in directory.rglob("*") if p.is_file())
-    table = [[p.relative_to(directory).as_posix(), p.stat().st_size, _sha256(p)] for p in files]
-    return hashlib.sha256(json.dumps(table).encode()).hexdigest()
+    """One SHA-256 over :func:`_manifest` (the relative path, size and SHA-256 of every file under ``directory``): what
+    a model directory is, whatever its name (an evaluation's episodes are only resumed by the model that played them)."""
+    return hashlib.sha256(json.dumps(_manifest(Path(directory)), sort_keys=True).encode()).hexdigest()
 
 
 def _manifest(directory: Path) -> dict[str, list]:

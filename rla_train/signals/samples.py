@@ -297,15 +297,13 @@ def reward_model_samples(groups: Sequence[Sequence], generations: dict[int, list
         kept += [(group_index, episode) for episode in episodes]
     weights = (outcome_balance_weights([e.won for _, e in kept]) if objective == "balanced"
                else [1.0] * len(kept))
+    kept_labels = [_episode_labels(labels, e) if labelled else None for _, e in kept]
     label_weight = {True: 1.0, False: 1.0}
     if objective == "labelled_balanced":  # over the batch's labelled steps: good and bad weigh alike
-        step_labels = [label for _, e in kept for label in _episode_labels(labels, e) or () if label is not None]
-        if step_labels:
-            balance = class_balance_weights(step_labels)
-            label_weight = {label: float(balance[step_labels.index(label)]) for label in set(step_labels)}
-    for (group_index, episode), weight in zip(kept, weights):
+        step_labels = [label for found in kept_labels for label in found or () if label is not None]
+        label_weight.update(zip(step_labels, map(float, class_balance_weights(step_labels))))
+    for (group_index, episode), weight, episode_labels in zip(kept, weights, kept_labels):
         if labelled:
-            episode_labels = _episode_labels(labels, episode)
             if episode_labels is None:
                 continue  # not labelled (an oracle failure): no data
             values = [label_rewards(label, votes) * (label_weight[label] if label is not None else 1.0)
