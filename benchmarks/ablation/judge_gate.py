@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rla_envs.core.labels import LABEL_RULES
+
 __all__ = ["Variant", "parse_variant", "aligned", "view_ceiling", "measure_seed", "format_table", "main"]
 
 DEFAULT_VARIANTS = ("144/300", "144/1000", "432/1000", "432/1000/large")
@@ -250,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variants", nargs="+", type=parse_variant, default=[parse_variant(v) for v in DEFAULT_VARIANTS])
     parser.add_argument("--tasks", type=int, default=6, help="training tasks played (x 8 rollouts; default 6)")
-    parser.add_argument("--label-rule", default=None, choices=("no_regress", "progress"),
+    parser.add_argument("--label-rule", default=None, choices=LABEL_RULES,
                         help="what a good step is (rla_envs.core.labels.LABEL_RULES; default: the co-trainer's "
                              "reward_model.label_rule, progress)")
     parser.add_argument("--out", type=Path, default=Path("runs/gate-c"))

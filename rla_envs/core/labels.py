@@ -11,6 +11,11 @@ win within ``max_expert_steps``). Which steps are good is a rule (:data:`LABEL_R
   lost episodes' wandering is as good as the won episodes' progress (82% vs 55% of their steps do nothing).
 * ``progress``: good when the step brings the goal closer, ``label[i] = d(s_{i+1}) < d(s_i)``: a step that does
   nothing is bad. On the same rollouts 15% of steps are good: 39% of the won episodes' steps, 10% of the lost ones'.
+* ``record``: good when the step brings the goal closer than the episode has ever been,
+  ``label[i] = d(s_{i+1}) < min(d(s_0), ..., d(s_i))``. Under ``progress`` undoing a step is progress: a policy
+  that takes the wrong object and puts it back earns a bad and a good step per round trip, which beats walking
+  about (every step bad), and a seed-1 co-training run learned exactly that loop (docs/ablation.md). Here a round
+  trip is two bad steps, so no cycle of steps pays more than standing still, and a good step is new ground.
 
 A step taken from a state the expert cannot win from is labelled None (undetermined), as is any action after the
 game was won.
@@ -31,8 +36,9 @@ from rla_envs.core.task import Task
 
 __all__ = ["INF", "LABEL_RULES", "StepLabeller", "as_task", "labels_from_distances", "has_step_labels", "step_labels"]
 
-LABEL_RULES = ("no_regress", "progress")
-"""What a good step is: the distance to the goal does not grow (``no_regress``) or shrinks (``progress``)."""
+LABEL_RULES = ("no_regress", "progress", "record")
+"""What a good step is: the distance to the goal does not grow (``no_regress``), shrinks (``progress``), or falls
+below the episode's best so far (``record``)."""
 
 INF = math.inf
 """d(s) of a state the expert cannot win from (within its step budget)."""
@@ -48,18 +54,26 @@ def as_task(task: Task | Mapping[str, Any]) -> Task:
 
 
 def labels_from_distances(distances: Sequence[float | None], rule: str = "no_regress") -> list[bool | None]:
-    """Step labels from the distances d(s_0), ..., d(s_T): ``no_regress`` d(s_{i+1}) <= d(s_i), ``progress`` <.
+    """Step labels from the distances d(s_0), ..., d(s_T): ``no_regress`` d(s_{i+1}) <= d(s_i), ``progress`` <,
+    ``record`` d(s_{i+1}) < the least d of the states before it.
 
     None where d(s_i) is inf or None (undetermined state), where d(s_{i+1}) is None, and for every step
     after a state with d = 0 (the game was already won). By hand: distances [3, 3, 2, 4, 0] give
-    [True, True, False, True] (no_regress) and [False, True, False, True] (progress).
+    [True, True, False, True] (no_regress) and [False, True, False, True] (progress); [3, 2, 3, 2, 1] give
+    [True, False, True, True] (progress: the step back to 2 is progress again) and [True, False, False, True]
+    (record). An undetermined state does not set a record.
     """
     if rule not in LABEL_RULES:
         raise ValueError(f"rule must be one of {LABEL_RULES}, got {rule!r}")
     labels: list[bool | None] = []
+    best = INF  # the least known distance of the states so far
     for before, after in zip(distances, distances[1:]):
+        if before is not None:
+            best = min(best, before)
         if before is None or after is None or math.isinf(before) or before == 0:
             labels.append(None)
+        elif rule == "record":
+            labels.append(after < best)
         else:
             labels.append(after < before if rule == "progress" else after <= before)
     return labels

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rla_envs.core.errors import did_you_mean
+from rla_envs.core.labels import LABEL_RULES
 from rla_envs.curriculum.pool_config import REWRITE_RULES, PoolConfig
 from rla_envs.curriculum.sampling import STRATEGIES
 from rla_train.config.fields import BACKENDS, MODES, REPORT_TO, TINY, TRAINABLE_BACKENDS, VLLM_MODES, ConfigError, Section, setting
@@ -127,11 +128,22 @@ class PolicyConfig(Section):
     kl_reference: str = setting("initial", "what beta's KL penalty is measured against: initial (the model before "
                                 "co-training, TRL's reference model) or pre_update (the policy before this step's updates, "
                                 "k3, as the RLAnything release does)", choices=("initial", "pre_update"))
+    max_update_kl: float | None = setting(None, "action_mode=choice: a trust region on each update, in nats: if the "
+                                          "mean KL(before || after) of the choice distribution over the update's states "
+                                          "(a sample of up to 128) exceeds it, the update is undone and taken again at half "
+                                          "the learning rate, up to update_backtracks times, else rejected (null = off)",
+                                          gt=0)
+    update_backtracks: int = setting(3, "max_update_kl: how many times an update too large is halved before it is "
+                                     "rejected", ge=0)
 
     def check(self) -> None:
         if not self.model:
             raise ConfigError("policy.model must be a model path, a hub id or 'tiny', got ''")
         server = self._changed(("vllm_server_host", "vllm_server_port"))
+        if self.max_update_kl is not None and not (self.action_mode == "choice" and self.choice_logprob):
+            raise ConfigError("policy.max_update_kl bounds the KL of the choice among admissible commands: it needs "
+                              f"policy.action_mode=choice and policy.choice_logprob=true, got action_mode={self.action_mode}, "
+                              f"choice_logprob={self.choice_logprob}; set those or remove policy.max_update_kl")
         if self.backend != "vllm" and (server or self._changed(("vllm_mode",))):
             raise ConfigError(f"policy.vllm_* fields apply to policy.backend=vllm, but policy.backend={self.backend}; "
                               "set policy.backend=vllm or remove them")
@@ -183,9 +195,10 @@ class RewardModelConfig(Section):
                                     "voted (0 = the reward model judges but is not trained)", ge=0)
     label_rule: str = setting("progress", "what the family's step-label oracle calls a good step, for the noisy "
                               "oracle, the judge's warm start, its probe, the labelled objective and the judge metrics: "
-                              "no_regress (the distance to the goal does not grow: a step that does nothing is good) or "
-                              "progress (the distance shrinks); rla_envs.core.labels",
-                              choices=("no_regress", "progress"))
+                              "no_regress (the distance to the goal does not grow: a step that does nothing is good), "
+                              "progress (the distance shrinks: undoing a step is progress) or record (the distance falls "
+                              "below the episode's best so far: no round trip pays); rla_envs.core.labels",
+                              choices=LABEL_RULES)
     objective: str = setting("labelled_balanced", "what co-training rewards the reward model for: paper (consistency with the step "
                              "reward, R_i·S_ij), balanced (the same, won and lost episodes weighted alike) or labelled "
                              "(agreement with the family's step-label oracle, e.g. ALFWorld's planner, on the policy's "

@@ -205,7 +205,8 @@ def _policy_trainer(config: TrainConfig, run_dir: Path, model, tokenizer) -> Sam
                                    epsilon_high=policy.epsilon_high, generation=vllm_args(policy)),
                          total_steps=max(1, config.train.steps),
                          choice_logprob=policy.action_mode == "choice" and policy.choice_logprob,
-                         mini_batches=policy.mini_batches, kl_reference=policy.kl_reference)
+                         mini_batches=policy.mini_batches, kl_reference=policy.kl_reference,
+                         max_update_kl=policy.max_update_kl, update_backtracks=policy.update_backtracks)
 
 
 def build_components(config: TrainConfig, run_dir: Path, *, progress: bool = True, rank: int = 0) -> Components:

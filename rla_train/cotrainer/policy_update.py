@@ -49,6 +49,7 @@ Importing this module imports torch, datasets and trl: the co-trainer imports it
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from collections.abc import Sequence
@@ -148,13 +149,19 @@ class SampleTrainer(GRPOTrainer):
     """
 
     def __init__(self, model, tokenizer, args, *, total_steps: int, choice_logprob: bool = False,
-                 mini_batches: int = 1, kl_reference: str = "initial", sampled_by_these_weights: bool = True):
+                 mini_batches: int = 1, kl_reference: str = "initial", sampled_by_these_weights: bool = True,
+                 max_update_kl: float | None = None, update_backtracks: int = 3):
         if total_steps < 1:
             raise ValueError(f"total_steps must be >= 1, got {total_steps}")
         if type(mini_batches) is not int or mini_batches < 1:
             raise ValueError(f"mini_batches must be an int >= 1 (optimizer steps per pass), got {mini_batches!r}")
         if kl_reference not in ("initial", "pre_update"):
             raise ValueError(f"kl_reference must be 'initial' or 'pre_update', got {kl_reference!r}")
+        if max_update_kl is not None and not (choice_logprob and float(max_update_kl) > 0):
+            raise ValueError("max_update_kl bounds the choice distribution's KL per update: it needs choice_logprob=True "
+                             f"and a value > 0, got {max_update_kl!r} with choice_logprob={choice_logprob}")
+        if type(update_backtracks) is not int or update_backtracks < 0:
+            raise ValueError(f"update_backtracks must be an int >= 0, got {update_backtracks!r}")
         beta = float(args.beta)
         if kl_reference == "pre_update" and beta:
             args = copy.copy(args)  # the caller's config stays as given
@@ -179,6 +186,8 @@ class SampleTrainer(GRPOTrainer):
         self.choice_logprob = bool(choice_logprob)
         self.sampled_by_these_weights = bool(sampled_by_these_weights)
         self.choice_shift_rows = CHOICE_SHIFT_ROWS  # rows scored after an update for its choice-shift metrics
+        self.max_update_kl = None if max_update_kl is None else float(max_update_kl)
+        self.update_backtracks = update_backtracks
         self._choice_rows = None  # the current micro-batch's (prompt ids, candidate ids, chosen index)
         self._last_choice_log_probs: list[list[float]] = []  # its rows' choice distributions (log), last computed
         if self.choice_logprob:
@@ -234,14 +243,13 @@ class SampleTrainer(GRPOTrainer):
         rows = sum(len(batch.get("choice_rows") or ()) for batch in all_batches)
         shifted = all_batches[::max(1, -(-rows // self.choice_shift_rows))]  # the micro-batches the shift metrics read
         before = self._choice_snapshot(shifted, stored=True) if self.choice_logprob else None
-        step = {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
-        for _ in range(iterations):
-            for batches in steps:
-                result = self._optimizer_step(batches)
-                if any(PADDING not in batch for batch in batches):  # a step of padding alone reports nothing
-                    step = result
-        if before is not None:
-            metrics.update(self._choice_shift(shifted, before))
+        if self.max_update_kl is None:
+            step = self._passes(steps, iterations)
+            if before is not None:
+                metrics.update(self._choice_shift(shifted, before))
+        else:
+            step, shift = self._bounded_passes(steps, iterations, shifted, before, ranks)
+            metrics.update(shift)
         self.sync_generation_weights()
         trl_metrics = {k: v[-1] for k, v in self._metrics["train"].items() if v and isinstance(v[-1], float)}
         # the share of tokens whose ratio was clipped in the last optimizer step, over all its micro-batches
@@ -252,6 +260,81 @@ class SampleTrainer(GRPOTrainer):
         return {**metrics, **step, "optimizer_steps": float(iterations * len(steps)),
                 "learning_rate": float(self.lr_scheduler.get_last_lr()[0]),
                 **{f"trl/{k}": v for k, v in trl_metrics.items() if math.isfinite(v)}}
+
+    def _passes(self, steps, iterations: int) -> dict[str, float]:
+        """``iterations`` passes over the update's optimizer steps; the metrics of the last step with real samples."""
+        step = {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
+        for _ in range(iterations):
+            for batches in steps:
+                result = self._optimizer_step(batches)
+                if any(PADDING not in batch for batch in batches):  # a step of padding alone reports nothing
+                    step = result
+        return step
+
+    def _bounded_passes(self, steps, iterations: int, shifted, before, ranks: Ranks):
+        """The update's passes under a trust region on the choice distribution (``max_update_kl``): a backtracking
+        line search, as TRPO's.
+
+        After the passes, the mean KL(before || after) over the shift metrics' states (averaged over the ranks, so
+        that every rank decides alike) must be at most ``max_update_kl``; if it is not, the weights, the optimizer's
+        moments, the schedule and the step counter go back to what they were, and the passes run again at half the
+        learning rate, up to ``update_backtracks`` times. If even the smallest step moves too far, the update is
+        rejected: the policy stays as it was. Adam normalises each weight's step by its gradient's running size, so
+        one update can move a decision far more than its gradient norm says (the first step moves every weight by
+        about the learning rate), which is what this bounds. Metrics: ``update_tries`` (1 = accepted as first
+        taken), ``update_lr_factor`` (the accepted step's factor; 0 when rejected), ``update_rejected`` and
+        ``rejected_choice_kl`` (the KL of the last refused try).
+        """
+        saved = self._training_state()
+        factor, step, shift, refused = 1.0, {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}, {}, float("nan")
+        for attempt in range(self.update_backtracks + 1):
+            if attempt:
+                self._restore_training_state(saved)
+                factor /= 2
+            with self._learning_rate_scaled(factor):
+                step = self._passes(steps, iterations)
+            shift = self._choice_shift(shifted, before)
+            kl = sum(ranks.gather(float(shift.get("choice_kl", 0.0)))) / ranks.world_size
+            if kl <= self.max_update_kl:
+                return step, {**shift, "update_tries": float(attempt + 1), "update_lr_factor": factor,
+                              "update_rejected": 0.0, **({"rejected_choice_kl": refused} if attempt else {})}
+            refused = kl
+        self._restore_training_state(saved)
+        return step, {"choice_kl": 0.0, "update_tries": float(self.update_backtracks + 1), "update_lr_factor": 0.0,
+                      "update_rejected": 1.0, "rejected_choice_kl": refused}
+
+    def _training_state(self) -> dict[str, Any]:
+        """A copy of what an update changes: the trained weights, the optimizer's state, the schedule, the step count."""
+        return {"weights": [p.detach().clone() for p in self.model.parameters() if p.requires_grad],
+                "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+                "scheduler": copy.deepcopy(self.lr_scheduler.state_dict()), "global_step": self.state.global_step}
+
+    def _restore_training_state(self, saved: dict[str, Any]) -> None:
+        with torch.no_grad():
+            for parameter, value in zip((p for p in self.model.parameters() if p.requires_grad), saved["weights"]):
+                parameter.copy_(value)
+        self.optimizer.load_state_dict(copy.deepcopy(saved["optimizer"]))
+        self.lr_scheduler.load_state_dict(copy.deepcopy(saved["scheduler"]))
+        self.state.global_step = saved["global_step"]
+
+    @contextlib.contextmanager
+    def _learning_rate_scaled(self, factor: float):
+        """The schedule's learning rates times ``factor`` while the block runs (the schedule multiplies its base rates,
+        as every ``LambdaLR`` of transformers' schedules does), then unscaled where the schedule has got to."""
+        if factor == 1.0:
+            yield
+            return
+        bases = list(self.lr_scheduler.base_lrs)
+        self.lr_scheduler.base_lrs = [base * factor for base in bases]
+        for group in self.optimizer.param_groups:
+            group["lr"] *= factor
+        try:
+            yield
+        finally:
+            self.lr_scheduler.base_lrs = bases
+            for group in self.optimizer.param_groups:
+                group["lr"] /= factor
+            self.lr_scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
     @property
     def corrects_sampling(self) -> bool:

@@ -58,7 +58,7 @@ def test_detours_are_labelled_by_the_distance(tasks):
     assert labels == [True, True, False, True]
 
 
-def test_taking_a_wrong_object_is_bad_and_putting_it_back_is_good(tasks):
+def test_taking_a_wrong_object_is_bad_and_putting_it_back_is_good_unless_only_records_count(tasks):
     for task in tasks.values():
         walkthrough = list(task.spec["walkthrough"])
         target = task.spec["pddl_params"]["object_target"].lower()
@@ -73,6 +73,11 @@ def test_taking_a_wrong_object_is_bad_and_putting_it_back_is_good(tasks):
         actions = walkthrough[:k] + [wrong[0], f"move {obj} to {receptacle}"] + walkthrough[k:]
         labels = alfworld_step_labels(task, actions, verify=True)
         assert labels == [True] * k + [False, True] + [True] * (len(walkthrough) - k)
+        # under progress the round trip is a bad step and a good one; under record, two bad ones (no new ground)
+        assert (alfworld_step_labels(task, actions, rule="progress")
+                == [True] * k + [False, True] + [True] * (len(walkthrough) - k))
+        assert (alfworld_step_labels(task, actions, rule="record")
+                == [True] * k + [False, False] + [True] * (len(walkthrough) - k))
         return
     pytest.fail("no walkthrough state of the six test games offers a wrong object to take")
 

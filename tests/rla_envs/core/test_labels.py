@@ -37,3 +37,14 @@ def test_the_progress_rule_calls_a_step_that_changes_nothing_bad():
         labels_from_distances([1, 0], "strict")
     with pytest.raises(ValueError, match="rule must be one of"):
         StepLabeller("strict")
+
+
+def test_the_record_rule_pays_no_round_trip():
+    # d: 3 -> 2 (closer) -> 3 (away) -> 2 (back: progress, but no record) -> 1 (a record)
+    assert labels_from_distances([3, 2, 3, 2, 1], "progress") == [True, False, True, True]
+    assert labels_from_distances([3, 2, 3, 2, 1], "record") == [True, False, False, True]
+    # a loop of any length nets no good step; standing still is bad, as under progress
+    assert labels_from_distances([2, 3, 2, 3, 2, 2], "record") == [False] * 5
+    # undetermined states are undetermined and set no record; after the win nothing counts
+    assert labels_from_distances([None, 2, 3, 1, 0, 0], "record") == [None, False, True, True, None]
+    assert labels_from_distances([math.inf, 3, 2], "record") == [None, True]

@@ -276,3 +276,12 @@ def test_a_config_file_extends_another_and_names_only_what_it_changes(tmp_path):
     (tmp_path / "c.yaml").write_text("extends: [x]\n")
     with pytest.raises(ConfigError, match="must name a YAML file"):
         load_config(tmp_path / "c.yaml")
+
+
+def test_a_trust_region_on_the_policys_updates_needs_its_choice_distribution():
+    config = load_config(None, ["policy.max_update_kl=0.05", "policy.update_backtracks=2"])
+    assert (config.policy.max_update_kl, config.policy.update_backtracks) == (0.05, 2)
+    with pytest.raises(ConfigError, match="action_mode=choice and policy.choice_logprob=true"):
+        load_config(None, ["policy.max_update_kl=0.05", "policy.choice_logprob=false"])
+    with pytest.raises(ConfigError, match="max_update_kl"):
+        load_config(None, ["policy.max_update_kl=0"])

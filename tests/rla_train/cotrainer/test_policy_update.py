@@ -189,15 +189,16 @@ def test_kl_to_the_initial_model_uses_trls_reference_copy(trainer_factory):
     assert first["trl/kl"] == 0.0 and second["trl/kl"] > 0  # the policy moved away from its frozen start
 
 
-def _choice_trainer(tiny_model_path, tmp_path, **options):
+def _choice_trainer(tiny_model_path, tmp_path, max_update_kl=None, **options):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_path)
-    args = GRPOConfig(output_dir=str(tmp_path), learning_rate=1e-3, per_device_train_batch_size=4, num_generations=2,
+    options = {"learning_rate": 1e-3, **options}
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=2,
                       use_cpu=True, report_to="none", bf16=False, max_completion_length=8, beta=0.0, **options)
     return SampleTrainer(AutoModelForCausalLM.from_pretrained(tiny_model_path), tokenizer, args, total_steps=3,
-                         choice_logprob=True), tokenizer
+                         choice_logprob=True, max_update_kl=max_update_kl), tokenizer
 
 
 def _played(trainer, tokenizer) -> list[Sample]:
@@ -270,3 +271,60 @@ def test_a_state_twice_in_a_micro_batch_is_scored_once_and_weighs_twice(tiny_mod
         logps.sum().backward()
         gradients.append(torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.grad is not None]))
     assert torch.allclose(gradients[0], 2 * gradients[1], atol=1e-6)
+
+
+def _bounded_update(tiny_model_path, tmp_path, bound):
+    """One update of 2 passes on the same samples, from the same weights, under ``bound``; what it left. At T = 20
+    the tiny random model's choice is far from certain, and at this rate the KL grows as the rate squared (1e-4:
+    4.4e-5 nats, 1e-5: 4.5e-7), so a halved step moves the choice about a quarter as far."""
+    trainer, tokenizer = _choice_trainer(tiny_model_path, tmp_path, max_update_kl=bound, num_iterations=2,
+                                         learning_rate=1e-4, lr_scheduler_type="constant", temperature=20.0)
+    prompt = ids(tokenizer, PROMPT)
+    alternatives = [ids(tokenizer, c + "<|im_end|>") for c in ("go to fridge 1", "go to shelf 2", "look")]
+    samples = [Sample(prompt, alternatives[0], 1.0, alternatives=alternatives),
+               Sample(prompt, alternatives[1], -1.0, alternatives=alternatives)]
+    weights = torch.cat([p.detach().flatten().clone() for p in trainer.model.parameters()])
+    metrics = trainer.update(samples)
+    after = torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
+    return trainer, metrics, weights, after
+
+
+def test_a_trust_region_that_holds_changes_nothing(tiny_model_path, tmp_path):
+    free, free_metrics, start, free_after = _bounded_update(tiny_model_path, tmp_path / "free", None)
+    held, metrics, held_start, after = _bounded_update(tiny_model_path, tmp_path / "held", 1e9)
+    assert torch.equal(start, held_start) and torch.equal(after, free_after)  # bit for bit the unbounded update
+    assert metrics["choice_kl"] == free_metrics["choice_kl"] > 0
+    assert (metrics["update_tries"], metrics["update_lr_factor"], metrics["update_rejected"]) == (1, 1, 0)
+    assert held.state.global_step == free.state.global_step == 2
+
+
+def test_an_update_too_large_is_undone_and_taken_again_at_half_the_rate(tiny_model_path, tmp_path):
+    _, free_metrics, _, _ = _bounded_update(tiny_model_path, tmp_path / "free", None)
+    bound = free_metrics["choice_kl"] * 0.6  # the full step overshoots; a half step does not
+    trainer, metrics, start, after = _bounded_update(tiny_model_path, tmp_path / "held", bound)
+    assert (metrics["update_rejected"], metrics["update_tries"], metrics["update_lr_factor"]) == (0, 2, 0.5)
+    assert 0 < metrics["choice_kl"] <= bound < metrics["rejected_choice_kl"]
+    assert not torch.equal(after, start)
+    # the undone tries left nothing behind: the step count is one update's, the schedule's rate the configured one
+    assert trainer.state.global_step == 2 and metrics["optimizer_steps"] == 2
+    assert [group["lr"] for group in trainer.optimizer.param_groups] == [1e-4] * len(trainer.optimizer.param_groups)
+    assert trainer.lr_scheduler.get_last_lr() == [1e-4] * len(trainer.optimizer.param_groups)
+
+
+def test_an_update_that_no_halving_brings_inside_the_region_is_rejected(tiny_model_path, tmp_path):
+    trainer, metrics, start, after = _bounded_update(tiny_model_path, tmp_path, 1e-30)
+    assert torch.equal(after, start)  # the policy as it was, bit for bit
+    assert (metrics["update_rejected"], metrics["update_tries"], metrics["choice_kl"]) == (1, 4, 0)
+    assert metrics["rejected_choice_kl"] > 1e-30
+    assert trainer.state.global_step == 0 and not trainer.optimizer.state_dict()["state"]  # Adam's moments: none yet
+
+
+def test_a_trust_region_needs_the_choice_distribution(trainer_factory, tiny_model_path, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig
+
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, use_cpu=True,
+                      report_to="none", bf16=False, max_completion_length=8, beta=0.0)
+    with pytest.raises(ValueError, match="choice_logprob=True"):
+        SampleTrainer(AutoModelForCausalLM.from_pretrained(tiny_model_path),
+                      AutoTokenizer.from_pretrained(tiny_model_path), args, total_steps=1, max_update_kl=0.05)
