@@ -193,7 +193,7 @@ class RewardModelConfig(Section):
     updates_per_step: int = setting(1, "passes of reward-model updates over each training step's judgments, each "
                                     "num_iterations x mini_batches optimizer steps, all clipped against the judge that "
                                     "voted (0 = the reward model judges but is not trained)", ge=0)
-    label_rule: str = setting("progress", "what the family's step-label oracle calls a good step, for the noisy "
+    label_rule: str = setting("record", "what the family's step-label oracle calls a good step, for the noisy "
                               "oracle, the judge's warm start, its probe, the labelled objective and the judge metrics: "
                               "no_regress (the distance to the goal does not grow: a step that does nothing is good), "
                               "progress (the distance shrinks: undoing a step is progress) or record (the distance falls "
