@@ -103,7 +103,8 @@ def test_open_file_type_save_and_read_back(desktop_client):
     assert reply == {"status": "success", "error": ""}
     saved = wait_until(lambda: desktop_client.get_file("/home/user/notes.txt") == b"first line\ntyped by rla")
     assert saved, desktop_client.get_file("/home/user/notes.txt")
-    assert not np.array_equal(desktop_client.screenshot_array(), before)
+    # the window repaints after the keys it got (the file shows them already): wait for the screen, not a time
+    assert wait_until(lambda: not np.array_equal(desktop_client.screenshot_array(), before)), "the screen never changed"
 
 
 def test_open_file_of_a_missing_path_is_refused(desktop_client):
