@@ -254,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=6, help="training tasks played (x 8 rollouts; default 6)")
     parser.add_argument("--label-rule", default=None, choices=LABEL_RULES,
                         help="what a good step is (rla_envs.core.labels.LABEL_RULES; default: the co-trainer's "
-                             "reward_model.label_rule, progress)")
+                             "reward_model.label_rule)")
     parser.add_argument("--out", type=Path, default=Path("runs/gate-c"))
     parser.add_argument("--report-only", action="store_true", help="print the table of the seeds already in --out")
     args = parser.parse_args(argv)

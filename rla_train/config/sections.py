@@ -139,11 +139,11 @@ class PolicyConfig(Section):
     def check(self) -> None:
         if not self.model:
             raise ConfigError("policy.model must be a model path, a hub id or 'tiny', got ''")
-        server = self._changed(("vllm_server_host", "vllm_server_port"))
         if self.max_update_kl is not None and not (self.action_mode == "choice" and self.choice_logprob):
             raise ConfigError("policy.max_update_kl bounds the KL of the choice among admissible commands: it needs "
                               f"policy.action_mode=choice and policy.choice_logprob=true, got action_mode={self.action_mode}, "
                               f"choice_logprob={self.choice_logprob}; set those or remove policy.max_update_kl")
+        server = self._changed(("vllm_server_host", "vllm_server_port"))
         if self.backend != "vllm" and (server or self._changed(("vllm_mode",))):
             raise ConfigError(f"policy.vllm_* fields apply to policy.backend=vllm, but policy.backend={self.backend}; "
                               "set policy.backend=vllm or remove them")

@@ -42,7 +42,8 @@ TRL internals this module relies on (checked against trl 1.16; a test checks tha
   log-probabilities), ``_prepare_inputs`` (overridden: the inputs arrive generated and scored), the loss;
 * :data:`TRL_ATTRIBUTES`: ``beta`` and ``ref_model`` (None when beta is 0), ``num_iterations``,
   ``_metrics["train"]``;
-* torch's ``LRScheduler._last_lr``, set when a resume changes the peak learning rate.
+* torch's ``LRScheduler._last_lr``, set when a resume changes the peak learning rate and when the trust region
+  (``max_update_kl``) unscales a halved step.
 
 Importing this module imports torch, datasets and trl: the co-trainer imports it where it builds its trainers.
 """
@@ -286,7 +287,7 @@ class SampleTrainer(GRPOTrainer):
         ``rejected_choice_kl`` (the KL of the last refused try).
         """
         saved = self._training_state()
-        factor, step, shift, refused = 1.0, {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}, {}, float("nan")
+        factor, refused = 1.0, float("nan")
         for attempt in range(self.update_backtracks + 1):
             if attempt:
                 self._restore_training_state(saved)

@@ -16,6 +16,7 @@ import pytest
 
 from rla_envs.desktop.client import ControllerError
 from rla_envs.desktop.controller import domain
+from tests.rla_envs.desktop.conftest import wait_until
 
 desktop = pytest.mark.desktop
 
@@ -95,12 +96,8 @@ sys.exit(1)
 def _wait_for_standin(client, timeout: float = 120.0) -> None:
     """Return once the stand-in runs as Python: the shell's ``&`` returns before its child has exec'd, and a probe
     that looked in between saw no grader (a CI run under load did). A wait for the state, not a limit on the test."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if client.execute(["python3", "-c", STANDIN_RUNNING])["returncode"] == 0:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"the grader's stand-in was not running within {timeout:g} s")
+    running = wait_until(lambda: client.execute(["python3", "-c", STANDIN_RUNNING])["returncode"] == 0, timeout=timeout)
+    assert running, f"the grader's stand-in was not running within {timeout:g} s"
 
 
 def _result(client, path: str, timeout: float = 120.0) -> dict:
