@@ -10,7 +10,6 @@ attach succeeds, so a denial elsewhere is the domain's doing, not the probe's.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -102,13 +101,9 @@ def _wait_for_standin(client, timeout: float = 120.0) -> None:
 
 def _result(client, path: str, timeout: float = 120.0) -> dict:
     """The probe's findings, once it has written them (a wait for the file, not a time limit on what it does)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        data = client.get_file(path)
-        if data:
-            return json.loads(data)
-        time.sleep(0.5)
-    raise AssertionError(f"the probe wrote no {path} within {timeout:g} s")
+    data = wait_until(lambda: client.get_file(path), timeout=timeout, interval=0.5)
+    assert data, f"the probe wrote no {path} within {timeout:g} s"
+    return json.loads(data)
 
 
 def _assert_confined(found: dict) -> None:
