@@ -25,7 +25,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["Ranks", "rank_share", "aligned_micro_batches", "merge_rank_metrics", "COUNTED_METRICS", "ONE_PROCESS"]
+__all__ = ["Ranks", "rank_share", "aligned_micro_batches", "merge_rank_metrics", "pooled_mean", "COUNTED_METRICS",
+           "ONE_PROCESS"]
 
 
 def rank_share(items: Sequence[Any], rank: int, world_size: int) -> list[Any]:
@@ -53,6 +54,17 @@ def aligned_micro_batches(kept_per_rank: Sequence[int], mini_batches: int, micro
         return 0, 0
     largest_part = max(math.ceil(k / min(mini_batches, k)) for k in kept_per_rank if k)  # round() splits: ceil bounds
     return steps, math.ceil(largest_part / micro_batch)
+
+
+def pooled_mean(means_and_counts: Sequence[tuple[float, int]]) -> float:
+    """The mean over every rank's items from each rank's ``(mean, count)``: a rank with no item weighs nothing;
+    0.0 when no rank has one.
+
+    >>> pooled_mean([(0.3, 3), (0.0, 0), (0.1, 1)])
+    0.25
+    """
+    total = sum(count for _, count in means_and_counts)
+    return sum(mean * count for mean, count in means_and_counts) / total if total else 0.0
 
 
 COUNTED_METRICS = frozenset({"policy_samples", "policy_dropped_zero_advantage", "policy_tokens", "rm_samples",
@@ -128,6 +140,11 @@ class Ranks:
         from accelerate.utils import gather_object
 
         return list(gather_object([item]))
+
+    def pooled_mean(self, mean: float, count: int) -> float:
+        """The mean over all ranks' items of a quantity this rank averaged over its ``count`` items
+        (:func:`pooled_mean`); the same on every rank."""
+        return pooled_mean(self.gather((float(mean), int(count))))
 
     def broadcast(self, item: Any) -> Any:
         """Rank 0's ``item`` on every rank (others pass anything, e.g. None)."""

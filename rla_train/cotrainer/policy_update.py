@@ -91,6 +91,9 @@ ROW_SCALE = "row_scale"
 ROW_MEAN_LOSSES = ("grpo", "sapo", "dr_grpo", "luspo")
 """TRL loss types that average over a micro-batch's rows (padding rows would dilute them; the others count tokens)."""
 
+NO_STEP = {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
+"""The metrics of an update that took no optimizer step with a real sample (copied where used, never changed)."""
+
 CHOICE_BEFORE = "choice_before"
 """The key under which a choice batch keeps its rows' choice distributions from before the update (for the metrics)."""
 
@@ -223,7 +226,7 @@ class SampleTrainer(GRPOTrainer):
             aligned = aligned_micro_batches(ranks.gather(len(kept)), self.mini_batches,
                                             max(1, int(self.args.per_device_train_batch_size)))
         if not (aligned[0] if ranks.distributed else kept):
-            return {**metrics, "loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
+            return {**metrics, **NO_STEP}
         parts = min(self.mini_batches, len(kept))
         bounds = [round(k * len(kept) / parts) for k in range(parts + 1)] if kept else [0]
         if self.choice_logprob:  # samples of one state side by side, so a micro-batch scores each state once
@@ -264,7 +267,7 @@ class SampleTrainer(GRPOTrainer):
 
     def _passes(self, steps, iterations: int) -> dict[str, float]:
         """``iterations`` passes over the update's optimizer steps; the metrics of the last step with real samples."""
-        step = {"loss": 0.0, "grad_norm": 0.0, "tokens": 0.0}
+        step = dict(NO_STEP)
         for _ in range(iterations):
             for batches in steps:
                 result = self._optimizer_step(batches)
@@ -276,8 +279,8 @@ class SampleTrainer(GRPOTrainer):
         """The update's passes under a trust region on the choice distribution (``max_update_kl``): a backtracking
         line search, as TRPO's.
 
-        After the passes, the mean KL(before || after) over the shift metrics' states (averaged over the ranks, so
-        that every rank decides alike) must be at most ``max_update_kl``; if it is not, the weights, the optimizer's
+        After the passes, the mean KL(before || after) over the shift metrics' states (of every rank, pooled, so
+        that every rank decides alike and one with only padding weighs nothing) must be at most ``max_update_kl``; if it is not, the weights, the optimizer's
         moments, the schedule and the step counter go back to what they were, and the passes run again at half the
         learning rate, up to ``update_backtracks`` times. If even the smallest step moves too far, the update is
         rejected: the policy stays as it was. Adam normalises each weight's step by its gradient's running size, so
@@ -294,8 +297,8 @@ class SampleTrainer(GRPOTrainer):
                 factor /= 2
             with self._learning_rate_scaled(factor):
                 step = self._passes(steps, iterations)
-            shift = self._choice_shift(shifted, before)
-            kl = sum(ranks.gather(float(shift.get("choice_kl", 0.0)))) / ranks.world_size
+            shift, states = self._measured_shift(shifted, before)
+            kl = ranks.pooled_mean(shift.get("choice_kl", 0.0), states)
             if kl <= self.max_update_kl:
                 return step, {**shift, "update_tries": float(attempt + 1), "update_lr_factor": factor,
                               "update_rejected": 0.0, **({"rejected_choice_kl": refused} if attempt else {})}
@@ -446,6 +449,10 @@ class SampleTrainer(GRPOTrainer):
         """How far this update moved the choice distributions of its batch's states (:mod:`rla_train.signals.policy_shift`):
         ``choice_kl`` (mean KL(before || after), nats), ``chosen_prob_change`` and its ``_pos_adv`` / ``_neg_adv``
         split by the sign of the sample's advantage (a group without a sample is left out)."""
+        return self._measured_shift(batches, before)[0]
+
+    def _measured_shift(self, batches, before) -> tuple[dict[str, float], int]:
+        """:meth:`_choice_shift`'s metrics and how many states they were measured on."""
         from rla_train.signals.policy_shift import chosen_probability_change, mean_choice_kl
 
         after = self._choice_snapshot(batches)
@@ -466,7 +473,7 @@ class SampleTrainer(GRPOTrainer):
         values = {"choice_kl": kl, "chosen_prob_change": change["all"],
                   "chosen_prob_change_pos_adv": change["positive_advantage"],
                   "chosen_prob_change_neg_adv": change["negative_advantage"]}
-        return {k: float(v) for k, v in values.items() if v is not None}
+        return {k: float(v) for k, v in values.items() if v is not None}, len(rows_before)
 
     def _store_old_logps(self, batches) -> None:
         """Keep the pre-update log-probabilities (the clipped ratio's old policy; the pre_update KL's reference):

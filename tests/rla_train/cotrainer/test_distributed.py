@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from rla_train.cotrainer.distributed import (ONE_PROCESS, Ranks, aligned_micro_batches, merge_rank_metrics,
-                                             rank_share)
+                                             pooled_mean, rank_share)
 from rla_train.cotrainer.policy_update import NOT_LOSS_INPUTS, ROW_SCALE
 from rla_train.signals.samples import Sample
 from tests.rla_envs.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA_CACHE for the session)
@@ -61,6 +61,14 @@ def test_merge_rank_metrics_sums_counts_and_averages_the_rest():
     assert merged == {"policy_samples": 7.0, "policy_loss": 1.5, "only_here": 5.0}
     one = {"policy_samples": 3.0, "policy_loss": 0.1}
     assert merge_rank_metrics([one]) == one
+
+
+def test_pooled_mean_weighs_each_rank_by_its_items():
+    # the trust region's KL: rank 0 measured 3 states at a mean 0.3, rank 1 only padding, rank 2 one state at 0.1
+    assert pooled_mean([(0.3, 3), (0.0, 0), (0.1, 1)]) == pytest.approx(0.25)
+    assert pooled_mean([(0.2, 5), (0.4, 5)]) == pytest.approx(0.3)  # equal counts: the plain mean
+    assert pooled_mean([(0.0, 0), (0.0, 0)]) == 0.0
+    assert ONE_PROCESS.pooled_mean(0.7, 4) == 0.7
 
 
 def test_one_process_collectives_hand_back_what_they_get():
