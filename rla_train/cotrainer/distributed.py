@@ -60,8 +60,8 @@ def pooled_mean(means_and_counts: Sequence[tuple[float, int]]) -> float:
     """The mean over every rank's items from each rank's ``(mean, count)``: a rank with no item weighs nothing;
     0.0 when no rank has one.
 
-    >>> pooled_mean([(0.3, 3), (0.0, 0), (0.1, 1)])
-    0.25
+    >>> pooled_mean([(0.5, 3), (0.0, 0), (0.25, 1)])
+    0.4375
     """
     total = sum(count for _, count in means_and_counts)
     return sum(mean * count for mean, count in means_and_counts) / total if total else 0.0

@@ -280,14 +280,14 @@ class SampleTrainer(GRPOTrainer):
         line search, as TRPO's.
 
         After the passes, the mean KL(before || after) over the shift metrics' states (of every rank, pooled, so
-        that every rank decides alike and one with only padding weighs nothing) must be at most ``max_update_kl``; if it is not, the weights, the optimizer's
-        moments, the schedule and the step counter go back to what they were, and the passes run again at half the
-        learning rate, up to ``update_backtracks`` times. If even the smallest step moves too far, the update is
-        rejected: the policy stays as it was. Adam normalises each weight's step by its gradient's running size, so
-        one update can move a decision far more than its gradient norm says (the first step moves every weight by
-        about the learning rate), which is what this bounds. Metrics: ``update_tries`` (1 = accepted as first
-        taken), ``update_lr_factor`` (the accepted step's factor; 0 when rejected), ``update_rejected`` and
-        ``rejected_choice_kl`` (the KL of the last refused try).
+        that every rank decides alike and one with only padding weighs nothing) must be at most ``max_update_kl``;
+        if it is not, the weights, the optimizer's moments, the schedule and the step counter go back to what they
+        were, and the passes run again at half the learning rate, up to ``update_backtracks`` times. If even the
+        smallest step moves too far, the update is rejected: the policy stays as it was. Adam normalises each
+        weight's step by its gradient's running size, so one update can move a decision far more than its gradient
+        norm says (the first step moves every weight by about the learning rate), which is what this bounds.
+        Metrics: ``update_tries`` (1 = accepted as first taken), ``update_lr_factor`` (the accepted step's factor; 0
+        when rejected), ``update_rejected`` and ``rejected_choice_kl`` (the KL of the last refused try).
         """
         saved = self._training_state()
         factor, refused = 1.0, float("nan")
