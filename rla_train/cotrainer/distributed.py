@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["Ranks", "rank_share", "aligned_micro_batches", "merge_rank_metrics", "pooled_mean", "COUNTED_METRICS",
-           "ONE_PROCESS"]
+           "MEASURED_ON", "ONE_PROCESS"]
 
 
 def rank_share(items: Sequence[Any], rank: int, world_size: int) -> list[Any]:
@@ -69,22 +69,39 @@ def pooled_mean(means_and_counts: Sequence[tuple[float, int]]) -> float:
 
 COUNTED_METRICS = frozenset({"policy_samples", "policy_dropped_zero_advantage", "policy_tokens", "rm_samples",
                              "rm_dropped_zero_advantage", "rm_tokens", "rm_judgments", "rm_groups_filtered",
-                             "groups_filtered"})
+                             "groups_filtered", "policy_choice_shift_states", "policy_choice_shift_states_pos_adv",
+                             "policy_choice_shift_states_neg_adv"})
 """Per-rank step metrics that count things: the step's value is their sum over ranks (the others' is the mean)."""
+
+MEASURED_ON = {"policy_choice_kl": "policy_choice_shift_states",
+               "policy_chosen_prob_change": "policy_choice_shift_states",
+               "policy_chosen_prob_change_pos_adv": "policy_choice_shift_states_pos_adv",
+               "policy_chosen_prob_change_neg_adv": "policy_choice_shift_states_neg_adv"}
+"""Per-rank means over a rank's own items, and the counted metric that says how many items each rank measured: the
+step's value is the mean over all ranks' items (:func:`pooled_mean`), so a rank that measured few states (or only
+padding) weighs as little as it measured."""
 
 
 def merge_rank_metrics(per_rank: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    """One step's metrics from every rank's: counts (:data:`COUNTED_METRICS`) summed, the rest averaged.
+    """One step's metrics from every rank's: counts (:data:`COUNTED_METRICS`) summed, means over measured items
+    (:data:`MEASURED_ON`) pooled by each rank's count, the rest averaged.
 
-    A name some ranks lack is merged over the ranks that have it; one rank's metrics come back unchanged.
+    A name some ranks lack is merged over the ranks that have it; one rank's metrics come back unchanged. A mean
+    whose count is missing on a rank that has the mean falls back to the plain average.
     """
     names = list(dict.fromkeys(name for metrics in per_rank for name in metrics))
     merged = {}
     for name in names:
-        values = [metrics[name] for metrics in per_rank if name in metrics]
-        merged[name] = sum(values) if name in COUNTED_METRICS else sum(values) / len(values)
+        having = [metrics for metrics in per_rank if name in metrics]
+        values = [metrics[name] for metrics in having]
+        count = MEASURED_ON.get(name)
+        if name in COUNTED_METRICS:
+            merged[name] = sum(values)
+        elif len(having) > 1 and count is not None and all(count in metrics for metrics in having):
+            merged[name] = pooled_mean([(metrics[name], int(metrics[count])) for metrics in having])
+        else:
+            merged[name] = sum(values) / len(values)
     return merged
-
 
 class Ranks:
     """This process's place among the data-parallel ranks of a run, and the collectives the loop uses.

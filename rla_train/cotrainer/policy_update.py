@@ -304,7 +304,8 @@ class SampleTrainer(GRPOTrainer):
                               "update_rejected": 0.0, **({"rejected_choice_kl": refused} if attempt else {})}
             refused = kl
         self._restore_training_state(saved)
-        return step, {"choice_kl": 0.0, "update_tries": float(self.update_backtracks + 1), "update_lr_factor": 0.0,
+        return step, {"choice_kl": 0.0, "choice_shift_states": float(states),
+                      "update_tries": float(self.update_backtracks + 1), "update_lr_factor": 0.0,
                       "update_rejected": 1.0, "rejected_choice_kl": refused}
 
     def _training_state(self) -> dict[str, Any]:
@@ -448,7 +449,8 @@ class SampleTrainer(GRPOTrainer):
     def _choice_shift(self, batches, before) -> dict[str, float]:
         """How far this update moved the choice distributions of its batch's states (:mod:`rla_train.signals.policy_shift`):
         ``choice_kl`` (mean KL(before || after), nats), ``chosen_prob_change`` and its ``_pos_adv`` / ``_neg_adv``
-        split by the sign of the sample's advantage (a group without a sample is left out)."""
+        split by the sign of the sample's advantage (a group without a sample is left out), and the states each is
+        over: ``choice_shift_states`` and its ``_pos_adv`` / ``_neg_adv``."""
         return self._measured_shift(batches, before)[0]
 
     def _measured_shift(self, batches, before) -> tuple[dict[str, float], int]:
@@ -472,7 +474,11 @@ class SampleTrainer(GRPOTrainer):
         change = chosen_probability_change(chosen_before, chosen_after, advantages)
         values = {"choice_kl": kl, "chosen_prob_change": change["all"],
                   "chosen_prob_change_pos_adv": change["positive_advantage"],
-                  "chosen_prob_change_neg_adv": change["negative_advantage"]}
+                  "chosen_prob_change_neg_adv": change["negative_advantage"],
+                  # how many states each mean is over: what weighs a rank's means when ranks merge their metrics
+                  "choice_shift_states": len(rows_before),
+                  "choice_shift_states_pos_adv": sum(a > 0 for a in advantages),
+                  "choice_shift_states_neg_adv": sum(a < 0 for a in advantages)}
         return {k: float(v) for k, v in values.items() if v is not None}, len(rows_before)
 
     def _store_old_logps(self, batches) -> None:

@@ -63,6 +63,28 @@ def test_merge_rank_metrics_sums_counts_and_averages_the_rest():
     assert merge_rank_metrics([one]) == one
 
 
+def test_merge_rank_metrics_pools_the_policy_shift_by_the_states_each_rank_measured():
+    # rank 0 measured 3 states (KL 0.3, 2 of them with a positive advantage), rank 1 one state (KL 0.1, negative)
+    rank0 = {"policy_choice_kl": 0.3, "policy_choice_shift_states": 3.0, "policy_chosen_prob_change": 0.02,
+             "policy_chosen_prob_change_pos_adv": 0.04, "policy_choice_shift_states_pos_adv": 2.0,
+             "policy_chosen_prob_change_neg_adv": -0.02, "policy_choice_shift_states_neg_adv": 1.0}
+    rank1 = {"policy_choice_kl": 0.1, "policy_choice_shift_states": 1.0, "policy_chosen_prob_change": -0.06,
+             "policy_chosen_prob_change_neg_adv": -0.06, "policy_choice_shift_states_neg_adv": 1.0,
+             "policy_choice_shift_states_pos_adv": 0.0}
+    merged = merge_rank_metrics([rank0, rank1])
+    assert merged["policy_choice_kl"] == pytest.approx((3 * 0.3 + 0.1) / 4)     # not (0.3 + 0.1) / 2
+    assert merged["policy_chosen_prob_change"] == pytest.approx((3 * 0.02 - 0.06) / 4)
+    assert merged["policy_chosen_prob_change_pos_adv"] == pytest.approx(0.04)   # rank 1 had none
+    assert merged["policy_chosen_prob_change_neg_adv"] == pytest.approx(-0.04)
+    assert (merged["policy_choice_shift_states"], merged["policy_choice_shift_states_pos_adv"],
+            merged["policy_choice_shift_states_neg_adv"]) == (4.0, 2.0, 2.0)
+    # a rank of padding only measured no state: it weighs nothing
+    padding = {"policy_choice_kl": 0.0, "policy_choice_shift_states": 0.0}
+    assert merge_rank_metrics([rank0, padding])["policy_choice_kl"] == pytest.approx(0.3)
+    # a count missing on a rank that has the mean: the plain average, as before counts were logged
+    assert merge_rank_metrics([{"policy_choice_kl": 0.3}, rank1])["policy_choice_kl"] == pytest.approx(0.2)
+
+
 def test_pooled_mean_weighs_each_rank_by_its_items():
     # the trust region's KL: rank 0 measured 3 states at a mean 0.3, rank 1 only padding, rank 2 one state at 0.1
     assert pooled_mean([(0.3, 3), (0.0, 0), (0.1, 1)]) == pytest.approx(0.25)

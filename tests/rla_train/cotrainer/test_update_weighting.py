@@ -159,5 +159,9 @@ def test_a_choice_update_reports_how_far_it_moved_the_choice_distributions(tiny_
     assert metrics["chosen_prob_change_pos_adv"] > 0 > metrics["chosen_prob_change_neg_adv"]
     assert metrics["chosen_prob_change"] == pytest.approx((after[0] - before[0] + after[1] - before[1]) / 2, abs=1e-6)
     assert 0 < metrics["choice_kl"] and math.isfinite(metrics["choice_kl"])
+    # and the states each mean is over, which weigh this rank's means when ranks merge their metrics
+    assert (metrics["choice_shift_states"], metrics["choice_shift_states_pos_adv"],
+            metrics["choice_shift_states_neg_adv"]) == (2.0, 1.0, 1.0)
     only_positive = trainer.update(samples[:1])
     assert "chosen_prob_change_neg_adv" not in only_positive and only_positive["chosen_prob_change_pos_adv"] > 0
+    assert (only_positive["choice_shift_states"], only_positive["choice_shift_states_neg_adv"]) == (1.0, 0.0)
