@@ -9,7 +9,12 @@ as ``oracle@A`` (gate B of the learning issue runs ``oracle@0.9`` and ``oracle@0
 ``outcome_only`` again from the same warm start with another training random stream (``train.training_stream=1``):
 its difference from ``outcome_only`` is run-to-run noise, the yardstick for every other difference. ``gigpo`` is
 the step-credit baseline without a judge (verl-agent's GiGPO, ``train.mode=gigpo``): what a learned judge has to
-beat.
+beat. ``judge@ExK`` is the learned judge in gate B's design: ``train.mode=policy`` (the judge gives votes and is not
+trained) with a fresh judge that the arm's run warm-starts first on the planner's labels of E episodes (half the
+searching expert's, half the seed's warm-started policy's) for K steps, as the main job's judge starts
+(``reward_model.warm_start_episodes`` / ``warm_start_steps``; ``judge@144x300`` is the CPU default's); set the
+warm-start's other options (the label rule, the learning rate) with ``--set``. The synthetic family has no warm
+start: there it is the ``policy`` arm.
 """
 
 from __future__ import annotations
@@ -20,18 +25,21 @@ from dataclasses import dataclass
 
 from rla_train.config.fields import MODES
 
-__all__ = ["Arm", "ARMS", "ORDERED", "DEFAULT_ARMS", "QUICK_ARMS", "get_arms", "oracle_arm"]
+__all__ = ["Arm", "ARMS", "ORDERED", "DEFAULT_ARMS", "QUICK_ARMS", "get_arms", "oracle_arm", "judge_arm"]
 
 
 @dataclass(frozen=True)
 class Arm:
-    """One arm: its name in tables, its ``train.mode``, and the judge (``model`` or a noisy oracle of accuracy a)."""
+    """One arm: its name in tables, its ``train.mode``, and the judge (``model`` or a noisy oracle of accuracy a);
+    ``judge_warm_start`` = (episodes, steps): the arm warm-starts a fresh judge of its own before training instead
+    of judging with the seed's shared warm start's."""
 
     name: str
     mode: str
     judge: str = "model"
     oracle_accuracy: float | None = None
     training_stream: int = 0
+    judge_warm_start: tuple[int, int] | None = None
 
     def overrides(self) -> list[str]:
         """The ``section.field=value`` config overrides that select this arm on the real stack."""
@@ -40,6 +48,9 @@ class Arm:
             values.append(f"reward_model.oracle_accuracy={self.oracle_accuracy}")
         if self.training_stream:
             values.append(f"train.training_stream={self.training_stream}")
+        if self.judge_warm_start is not None:
+            episodes, steps = self.judge_warm_start
+            values += [f"reward_model.warm_start_episodes={episodes}", f"reward_model.warm_start_steps={steps}"]
         return values
 
     @property
@@ -98,12 +109,23 @@ def oracle_arm(name: str) -> Arm | None:
     return Arm(name, "policy", judge="noisy_oracle", oracle_accuracy=value)
 
 
+def judge_arm(name: str) -> Arm | None:
+    """The arm ``judge@ExK`` (mode ``policy``, a judge the arm warm-starts on E labelled episodes for K steps, both
+    whole numbers > 0 written without leading zeros), or None."""
+    prefix, _, size = name.partition("@")
+    episodes, _, steps = size.partition("x")
+    if prefix != "judge" or not all(part.isdigit() and part == str(int(part)) and int(part) > 0
+                                    for part in (episodes, steps)):
+        return None
+    return Arm(name, "policy", judge_warm_start=(int(episodes), int(steps)))
+
+
 def get_arms(names: Sequence[str] | None) -> list[Arm]:
-    """The arms named (default: all), in the order given; ``oracle@A`` for any accuracy A in [0, 1]; unknown
-    names raise with the closest known one."""
+    """The arms named (default: all), in the order given; ``oracle@A`` for any accuracy A in [0, 1] and
+    ``judge@ExK`` for any warm start; unknown names raise with the closest known one."""
     arms = []
     for name in names or DEFAULT_ARMS:
-        if name not in ARMS and (arm := oracle_arm(name)) is not None:
+        if name not in ARMS and (arm := oracle_arm(name) or judge_arm(name)) is not None:
             arms.append(arm)
             continue
         if name not in ARMS:

@@ -123,10 +123,11 @@ def run_real_arm(arm: Arm, seed: int, setup: RealSetup, out: Path, warm: Path,
     from rla_train.cotrainer.checkpoint import latest_checkpoint
 
     base = [*setup.overrides, f"train.seed={seed}"]
-    from_warm = [f"policy.model={warm / 'policy'}", "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0",
-                 "reward_model.warm_start_steps=0"]
-    if (warm / "reward_model").is_dir():
-        from_warm.append(f"reward_model.model={warm / 'reward_model'}")
+    from_warm = [f"policy.model={warm / 'policy'}", "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0"]
+    if arm.judge_warm_start is None:  # the seed's shared judge; a judge@ExK arm warm-starts a fresh one of its own
+        from_warm.append("reward_model.warm_start_steps=0")
+        if (warm / "reward_model").is_dir():
+            from_warm.append(f"reward_model.model={warm / 'reward_model'}")
     run_dir = out / f"arm-{arm.name}"
     summary = _run([*base, *arm.overrides(), *from_warm, f"train.steps={setup.steps}",
                     f"reward_model.probe_episodes={setup.probe_episodes}", *_split(setup, "valid_seen")],

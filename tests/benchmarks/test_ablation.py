@@ -287,6 +287,44 @@ def test_an_oracle_arm_of_any_accuracy_can_be_named_and_a_bad_one_is_refused(cap
     assert "unknown arm 'oracle@2'" in capsys.readouterr().err
 
 
+def test_a_learned_judge_arm_warm_starts_a_judge_of_its_own(tmp_path, monkeypatch):
+    import benchmarks.ablation.real as real
+
+    [arm] = get_arms(["judge@144x300"])
+    assert arm.mode == "policy" and not arm.trains_judge and arm.uses_judge
+    assert arm.overrides() == ["train.mode=policy", "reward_model.kind=model", "reward_model.warm_start_episodes=144",
+                               "reward_model.warm_start_steps=300"]
+    for bad in ("judge@144", "judge@0x300", "judge@144x030", "judge@-1x3", "judge@axb", "judge@144x300x2"):
+        with pytest.raises(ValueError, match="unknown arm"):
+            get_arms([bad])
+    calls = {}
+
+    def fake_run(overrides, run_dir, log, label):
+        calls[run_dir.relative_to(tmp_path).as_posix()] = list(overrides)
+        checkpoint = run_dir / "checkpoints" / f"step-{0 if run_dir.name in ('warm-start', 'ood') else 2:06d}"
+        (checkpoint / "policy").mkdir(parents=True)
+        (checkpoint / "reward_model").mkdir()
+        (checkpoint / "meta.json").write_text("{}")
+        return {"before": {"outcomes": [1, 0], "success_rate": 0.5}, "after": {"outcomes": [1, 1]}}
+
+    monkeypatch.setattr(real, "_run", fake_run)
+    # the setup's overrides turn the shared warm start's judge off (gate B's command); the arm's own come after
+    setup = real.RealSetup(steps=2, episodes=2, overrides=("reward_model.warm_start_steps=0",))
+    real.run_real([ARMS["policy"], arm], [0], setup, tmp_path, log=lambda message: None)
+    warm = tmp_path / "seed-0" / "warm-start" / "checkpoints" / "step-000000"
+    shared, own = calls["seed-0/arm-policy"], calls["seed-0/arm-judge@144x300"]
+
+    def last(overrides, key):  # the value that wins: the last override of the key
+        return [o.partition("=")[2] for o in overrides if o.partition("=")[0] == key][-1:] or [None]
+
+    assert last(shared, "reward_model.model") == [str(warm / "reward_model")]
+    assert last(shared, "reward_model.warm_start_steps") == ["0"]
+    assert last(own, "reward_model.model") == [None]                  # a fresh judge, not the warm start's
+    assert last(own, "reward_model.warm_start_steps") == ["300"]
+    assert last(own, "reward_model.warm_start_episodes") == ["144"]
+    assert f"policy.model={warm / 'policy'}" in own and "train.warm_start_sft_steps=0" in own
+
+
 def test_the_control_arm_is_outcome_only_with_another_training_stream():
     from benchmarks.ablation.arms import ARMS
 
