@@ -114,7 +114,7 @@ def judge_arm(name: str) -> Arm | None:
     whole numbers > 0 written without leading zeros), or None."""
     prefix, _, size = name.partition("@")
     episodes, _, steps = size.partition("x")
-    if prefix != "judge" or not all(part.isdigit() and part == str(int(part)) and int(part) > 0
+    if prefix != "judge" or not all(part.isascii() and part.isdigit() and part == str(int(part)) and int(part) > 0
                                     for part in (episodes, steps)):
         return None
     return Arm(name, "policy", judge_warm_start=(int(episodes), int(steps)))
