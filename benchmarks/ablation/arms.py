@@ -12,8 +12,10 @@ the step-credit baseline without a judge (verl-agent's GiGPO, ``train.mode=gigpo
 beat. ``judge@ExK`` is the learned judge in gate B's design: ``train.mode=policy`` (the judge gives votes and is not
 trained) with a fresh judge that the arm's run warm-starts first on the planner's labels of E episodes (half the
 searching expert's, half the seed's warm-started policy's) for K steps, as the main job's judge starts
-(``reward_model.warm_start_episodes`` / ``warm_start_steps``; ``judge@144x300`` is the CPU default's); set the
-warm-start's other options (the label rule, the learning rate) with ``--set``. The synthetic family has no warm
+(``reward_model.warm_start_episodes`` / ``warm_start_steps``; ``judge@144x300`` is the CPU default's);
+``judge@ExK-linear`` decays the warm start's learning rate linearly to 0 (``reward_model.warm_start_schedule=linear``,
+what gate C's largest warm start, ``judge@1296x32000-linear``, takes); set its other options (the label rule, the
+learning rate) with ``--set``. The synthetic family has no warm
 start: there it is the ``policy`` arm.
 """
 
@@ -32,7 +34,8 @@ __all__ = ["Arm", "ARMS", "ORDERED", "DEFAULT_ARMS", "QUICK_ARMS", "get_arms", "
 class Arm:
     """One arm: its name in tables, its ``train.mode``, and the judge (``model`` or a noisy oracle of accuracy a);
     ``judge_warm_start`` = (episodes, steps): the arm warm-starts a fresh judge of its own before training instead
-    of judging with the seed's shared warm start's."""
+    of judging with the seed's shared warm start's; ``judge_warm_start_schedule`` its learning rate's schedule (None:
+    the run's config decides)."""
 
     name: str
     mode: str
@@ -40,6 +43,7 @@ class Arm:
     oracle_accuracy: float | None = None
     training_stream: int = 0
     judge_warm_start: tuple[int, int] | None = None
+    judge_warm_start_schedule: str | None = None
 
     def overrides(self) -> list[str]:
         """The ``section.field=value`` config overrides that select this arm on the real stack."""
@@ -51,6 +55,8 @@ class Arm:
         if self.judge_warm_start is not None:
             episodes, steps = self.judge_warm_start
             values += [f"reward_model.warm_start_episodes={episodes}", f"reward_model.warm_start_steps={steps}"]
+        if self.judge_warm_start_schedule is not None:
+            values.append(f"reward_model.warm_start_schedule={self.judge_warm_start_schedule}")
         return values
 
     @property
@@ -111,13 +117,16 @@ def oracle_arm(name: str) -> Arm | None:
 
 def judge_arm(name: str) -> Arm | None:
     """The arm ``judge@ExK`` (mode ``policy``, a judge the arm warm-starts on E labelled episodes for K steps, both
-    whole numbers > 0 written without leading zeros), or None."""
+    whole numbers > 0 written without leading zeros), or ``judge@ExK-linear`` (its learning rate decaying linearly
+    to 0), or None."""
     prefix, _, size = name.partition("@")
+    size, linear, rest = size.partition("-")
     episodes, _, steps = size.partition("x")
-    if prefix != "judge" or not all(part.isascii() and part.isdigit() and part == str(int(part)) and int(part) > 0
-                                    for part in (episodes, steps)):
+    if prefix != "judge" or (linear and rest != "linear") or not all(
+            part.isascii() and part.isdigit() and part == str(int(part)) and int(part) > 0 for part in (episodes, steps)):
         return None
-    return Arm(name, "policy", judge_warm_start=(int(episodes), int(steps)))
+    return Arm(name, "policy", judge_warm_start=(int(episodes), int(steps)),
+               judge_warm_start_schedule="linear" if linear else None)
 
 
 def get_arms(names: Sequence[str] | None) -> list[Arm]:
