@@ -56,17 +56,29 @@ class RealSetup:
 def _run(overrides: list[str], run_dir: Path, log: Callable[[str], None], label: str) -> dict[str, Any]:
     """``train(load_config(overrides))`` in ``run_dir``, or its saved summary when the run is already done.
 
-    A run that did not finish (no ``summary.json``) starts again from scratch: ``overwrite`` clears its files."""
+    A run that did not finish (no ``summary.json``) continues from its newest intact checkpoint (a run saves one after
+    its warm starts and first evaluation, then every ``output.checkpoint_every`` steps; a resumed run computes what the
+    uninterrupted one would have), so an interrupted arm does not redo its judge's warm start; a run with none starts
+    again from scratch (``overwrite`` clears its files)."""
     summary_path = run_dir / "summary.json"
     if summary_path.is_file():
         log(f"real: {label}: done already ({summary_path})")
         return json.loads(summary_path.read_text())
     from rla_train.config import load_config
+    from rla_train.cotrainer.checkpoint import CorruptCheckpoint, latest_checkpoint
     from rla_train.cotrainer.loop import train
 
     started = time.perf_counter()
-    config = load_config(None, [*overrides, f"output.dir={run_dir}"], check_hardware=False)
-    summary = train(config, progress=False, overwrite=True)
+    try:
+        checkpoint = latest_checkpoint(run_dir) if run_dir.is_dir() else None
+    except CorruptCheckpoint as error:  # none of its checkpoints is intact: start again
+        log(f"real: {label}: {error}")
+        checkpoint = None
+    resume = [] if checkpoint is None else [f"train.resume_from={run_dir}"]
+    if checkpoint is not None:
+        log(f"real: {label}: resuming from {checkpoint}")
+    config = load_config(None, [*overrides, f"output.dir={run_dir}", *resume], check_hardware=False)
+    summary = train(config, progress=False, overwrite=checkpoint is None)
     log(f"real: {label}: {time.perf_counter() - started:.0f} s")
     return summary
 

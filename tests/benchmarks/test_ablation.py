@@ -8,6 +8,7 @@ mechanism (a judge that is ignored, an oracle that lies) does.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 
 import numpy as np
@@ -285,6 +286,42 @@ def test_an_oracle_arm_of_any_accuracy_can_be_named_and_a_bad_one_is_refused(cap
     with pytest.raises(SystemExit):
         main(["--arms", "oracle@2", "--synthetic-only"])
     assert "unknown arm 'oracle@2'" in capsys.readouterr().err
+
+
+def test_an_interrupted_arm_run_continues_from_its_newest_intact_checkpoint(tmp_path, monkeypatch):
+    import benchmarks.ablation.real as real
+    import rla_train.cotrainer.loop as loop
+
+    calls, messages = [], []
+
+    def fake_train(config, progress, overwrite):
+        calls.append((config.train.resume_from, config.output.dir, overwrite))
+        return {"steps": config.train.steps}
+
+    monkeypatch.setattr(loop, "train", fake_train)
+    run_dir = tmp_path / "seed-0" / "arm-outcome_only"
+    checkpoints = run_dir / "checkpoints"
+
+    def run():
+        return real._run(["train.steps=2"], run_dir, messages.append, "seed 0 outcome_only")
+
+    run()  # nothing there yet: a fresh run
+    assert calls[-1] == (None, str(run_dir), True)
+    (checkpoints / "step-000005").mkdir(parents=True)
+    (checkpoints / "step-000005" / "meta.json").write_text("not json")
+    with pytest.warns(UserWarning, match="corrupt"):  # the newest is corrupt, an older one is intact: that one
+        (checkpoints / "step-000000").mkdir()
+        (checkpoints / "step-000000" / "weights").write_bytes(b"weights")
+        digest = hashlib.sha256(b"weights").hexdigest()
+        (checkpoints / "step-000000" / "meta.json").write_text(json.dumps({"step": 0, "files": {"weights": [7, digest]}}))
+        run()
+    assert calls[-1] == (str(run_dir), str(run_dir), False)
+    assert "resuming from" in messages[-2] and "step-000000" in messages[-2]  # then the run's seconds
+    (checkpoints / "step-000000" / "meta.json").write_text("not json either")
+    run()  # checkpoints, none intact: start again from scratch
+    assert calls[-1] == (None, str(run_dir), True) and "no intact checkpoint" in messages[-2]
+    (run_dir / "summary.json").write_text(json.dumps({"steps": 2}))
+    assert run() == {"steps": 2} and len(calls) == 3  # finished: read, not run
 
 
 def test_a_learned_judge_arm_warm_starts_a_judge_of_its_own(tmp_path, monkeypatch):
