@@ -120,13 +120,12 @@ def judge_arm(name: str) -> Arm | None:
     whole numbers > 0 written without leading zeros), or ``judge@ExK-linear`` (its learning rate decaying linearly
     to 0), or None."""
     prefix, _, size = name.partition("@")
-    size, linear, rest = size.partition("-")
+    size, dash, schedule = size.partition("-")
     episodes, _, steps = size.partition("x")
-    if prefix != "judge" or (linear and rest != "linear") or not all(
+    if prefix != "judge" or (dash and schedule != "linear") or not all(
             part.isascii() and part.isdigit() and part == str(int(part)) and int(part) > 0 for part in (episodes, steps)):
         return None
-    return Arm(name, "policy", judge_warm_start=(int(episodes), int(steps)),
-               judge_warm_start_schedule="linear" if linear else None)
+    return Arm(name, "policy", judge_warm_start=(int(episodes), int(steps)), judge_warm_start_schedule=schedule or None)
 
 
 def get_arms(names: Sequence[str] | None) -> list[Arm]:

@@ -70,7 +70,7 @@ def _run(overrides: list[str], run_dir: Path, log: Callable[[str], None], label:
 
     started = time.perf_counter()
     try:
-        checkpoint = latest_checkpoint(run_dir) if run_dir.is_dir() else None
+        checkpoint = latest_checkpoint(run_dir)  # None when the run saved none (or never started)
     except CorruptCheckpoint as error:  # none of its checkpoints is intact: start again
         log(f"real: {label}: {error}")
         checkpoint = None
