@@ -14,8 +14,10 @@ trained) with a fresh judge that the arm's run warm-starts first on the planner'
 searching expert's, half the seed's warm-started policy's) for K steps, as the main job's judge starts
 (``reward_model.warm_start_episodes`` / ``warm_start_steps``; ``judge@144x300`` is the CPU default's);
 ``judge@ExK-linear`` decays the warm start's learning rate linearly to 0 (``reward_model.warm_start_schedule=linear``,
-what gate C's largest warm start, ``judge@1296x32000-linear``, takes); set its other options (the label rule, the
-learning rate) with ``--set``. The synthetic family has no warm
+what gate C's largest warm start, ``judge@1296x32000-linear``, takes); ``judge+reward@ExK[-linear]`` is the same
+judge co-trained beside the policy (``train.mode=policy+reward``, the reward model's objective as configured:
+``labelled_balanced`` by default), to keep it right on the states the moving policy reaches; set their other options
+(the label rule, the learning rate) with ``--set``. The synthetic family has no warm
 start: there it is the ``policy`` arm.
 """
 
@@ -115,17 +117,22 @@ def oracle_arm(name: str) -> Arm | None:
     return Arm(name, "policy", judge="noisy_oracle", oracle_accuracy=value)
 
 
+JUDGE_ARM_MODES = {"judge": "policy", "judge+reward": "policy+reward"}
+"""The learned-judge arms' prefixes and their ``train.mode``: the judge only votes, or it is co-trained as well."""
+
+
 def judge_arm(name: str) -> Arm | None:
     """The arm ``judge@ExK`` (mode ``policy``, a judge the arm warm-starts on E labelled episodes for K steps, both
     whole numbers > 0 written without leading zeros), or ``judge@ExK-linear`` (its learning rate decaying linearly
-    to 0), or None."""
+    to 0); ``judge+reward@...`` the same judge co-trained with the policy (mode ``policy+reward``); or None."""
     prefix, _, size = name.partition("@")
     size, dash, schedule = size.partition("-")
     episodes, _, steps = size.partition("x")
-    if prefix != "judge" or (dash and schedule != "linear") or not all(
+    if prefix not in JUDGE_ARM_MODES or (dash and schedule != "linear") or not all(
             part.isascii() and part.isdigit() and part == str(int(part)) and int(part) > 0 for part in (episodes, steps)):
         return None
-    return Arm(name, "policy", judge_warm_start=(int(episodes), int(steps)), judge_warm_start_schedule=schedule or None)
+    return Arm(name, JUDGE_ARM_MODES[prefix], judge_warm_start=(int(episodes), int(steps)),
+               judge_warm_start_schedule=schedule or None)
 
 
 def get_arms(names: Sequence[str] | None) -> list[Arm]:

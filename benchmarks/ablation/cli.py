@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"arms to train (default: all; --quick: {' '.join(QUICK_ARMS)} on the real stack). "
                              f"Known: {', '.join(ARMS)}, oracle@A for any judge accuracy A in [0, 1], and "
                              f"judge@ExK[-linear] for a learned judge the arm warm-starts on E labelled episodes for "
-                             f"K steps")
+                             f"K steps (judge+reward@ExK[-linear]: co-trained with the policy)")
     parser.add_argument("--seeds", type=int, default=None, help="real-stack seeds 0..N-1, each with its own shared warm "
                                                                 "start (default 3; --quick 1)")
     parser.add_argument("--seed-list", type=int, nargs="+", default=None, metavar="SEED",

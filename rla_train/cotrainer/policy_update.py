@@ -604,7 +604,12 @@ class SampleTrainer(GRPOTrainer):
         return [0.0 if PADDING in batch else next(weights) for batch in batches]
 
     def _optimizer_step(self, batches) -> dict[str, float]:
-        """Accumulate the GRPO loss over the micro-batches, clip, step the optimizer and the schedule."""
+        """Accumulate the GRPO loss over the micro-batches, clip, step the optimizer and the schedule.
+
+        The step starts from no gradient: whatever an earlier backward pass left on the model (a warm start's last
+        step, in the same run) is not added to this one's, so a run resumed from its step-0 checkpoint takes the
+        same first step as one never stopped."""
+        self.optimizer.zero_grad(set_to_none=True)
         loss_total, tokens = 0.0, 0
         self.current_gradient_accumulation_steps = max(1, sum(PADDING not in batch for batch in batches))
         for batch, weight in zip(batches, self._micro_batch_weights(batches)):

@@ -214,6 +214,7 @@ def choice_sft(model, tokenizer, dataset, *, steps: int = 300, lr: float = 3e-3,
                                     "learning_rate": schedule.get_last_lr()[0]})
     finally:
         bar.close()
+        optimizer.zero_grad(set_to_none=True)  # no gradient left on the model for a later update to add to its own
         model.eval()
     return model
 

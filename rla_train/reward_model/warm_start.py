@@ -143,6 +143,7 @@ def warm_start_reward_model(judge, dataset, *, steps: int = 300, lr: float = 1e-
                                     "learning_rate": scheduler.get_last_lr()[0]})
     finally:
         bar.close()
+        optimizer.zero_grad(set_to_none=True)  # no gradient left on the model for a later update to add to its own
         model.eval()
     tenth = max(1, steps // 10)
     return {"steps": steps, "rows": len(labels), "good": sum(labels), "bad": len(labels) - sum(labels),

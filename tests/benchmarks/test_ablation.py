@@ -335,7 +335,11 @@ def test_a_learned_judge_arm_warm_starts_a_judge_of_its_own(tmp_path, monkeypatc
     assert linear.overrides() == ["train.mode=policy", "reward_model.kind=model",
                                   "reward_model.warm_start_episodes=1296", "reward_model.warm_start_steps=32000",
                                   "reward_model.warm_start_schedule=linear"]
-    for bad in ("judge@144", "judge@0x300", "judge@144x030", "judge@-1x3", "judge@axb", "judge@144x300x2", "judge@\u00b2x3",
+    [cotrained] = get_arms(["judge+reward@1296x32000-linear"])
+    assert cotrained.mode == "policy+reward" and cotrained.trains_judge and not cotrained.adapts_env
+    assert cotrained.overrides() == ["train.mode=policy+reward", *linear.overrides()[1:]]
+    for bad in ("judge+env@144x300", "judge+reward@144", "+reward@144x300", "judge+reward+env@144x300",
+                "judge@144", "judge@0x300", "judge@144x030", "judge@-1x3", "judge@axb", "judge@144x300x2", "judge@\u00b2x3",
                 "judge@144x300-", "judge@144x300-cosine", "judge@144x300-linear-linear", "judge@-linear"):
         with pytest.raises(ValueError, match="unknown arm"):
             get_arms([bad])

@@ -176,3 +176,25 @@ def test_the_warm_start_gives_the_same_weights_on_one_core_as_on_two(alfworld_ca
     assert changed(weights(tmp_path / "games" / start), pinned) is False  # the same again, run alone
     summary = json.loads((runs["pinned"] / "summary.json").read_text())
     assert summary["warm_start"]["warm_start_listwise_steps"] == 8  # every step ran: none cut short by a clock
+
+
+def test_a_run_resumed_right_after_its_warm_starts_takes_the_uninterrupted_run_s_first_step(alfworld_cache, tmp_path):
+    """The warm starts leave no gradient behind for the first co-training update to add to its own: a run stopped
+    after its step-0 checkpoint (both warm starts in it) and resumed takes the same first step as one never stopped."""
+    from rla_train.cotrainer.loop import train
+
+    base = [*[s for s in WARM_START if not s.startswith(("train.mode=", "reward_model.model=", "train.steps="))],
+            "train.mode=policy+reward", "reward_model.warm_start_episodes=2", "reward_model.warm_start_steps=4",
+            "reward_model.probe_episodes=0", "reward_model.task_filter_low=0.0", "reward_model.task_filter_high=1.0",
+            "rollout.tasks_per_step=2", "rollout.group_size=4", "output.checkpoint_every=1", "output.keep_last=null",
+            "policy.temperature=50", "reward_model.temperature=20"]  # near-uniform choices: mixed outcomes to learn from
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    train(load_config(None, [*base, "train.steps=1", f"output.dir={straight}"]), progress=False)
+    train(load_config(None, [*base, "train.steps=0", f"output.dir={stopped}"]), progress=False)
+    train(load_config(None, [*base, "train.steps=1", f"train.resume_from={stopped}"]), progress=False)
+    [row] = metrics(straight)
+    assert row["rm_samples"] > 0  # the judge took a step: its gradient is what a leftover one would add to
+    assert [stable(row) for row in metrics(stopped)] == [stable(row)]
+    for role in ("policy", "reward_model"):
+        a, b = (weights(run / "checkpoints" / "step-000001" / role) for run in (straight, stopped))
+        assert not changed(a, b), role

@@ -69,6 +69,17 @@ def test_positive_advantages_rise_negative_fall_zero_dropped(trainer_factory):
     assert trainer.update([Sample(prompt, good, 0.0)])["samples"] == 0 and trainer.state.global_step == 5
 
 
+def test_an_update_adds_nothing_to_a_gradient_left_on_the_model_by_an_earlier_backward_pass(trainer_factory):
+    trainer, tokenizer = trainer_factory()
+    clean, _ = trainer_factory()
+    prompt, good = ids(tokenizer, PROMPT), ids(tokenizer, "go to fridge 1<|im_end|>")
+    for parameter in trainer.model.parameters():  # e.g. a warm start's last step, in the same run
+        parameter.grad = torch.full_like(parameter, 0.5)
+    for updated in (trainer, clean):
+        updated.update([Sample(prompt, good, 1.0), Sample(prompt, ids(tokenizer, "look<|im_end|>"), -1.0)])
+    assert all(torch.equal(a, b) for a, b in zip(trainer.model.parameters(), clean.model.parameters()))
+
+
 def test_several_iterations_clip_against_the_first_logprobs(trainer_factory):
     trainer, tokenizer = trainer_factory(num_iterations=3, epsilon=0.01)
     prompt, good = ids(tokenizer, PROMPT), ids(tokenizer, "go to fridge 1<|im_end|>")

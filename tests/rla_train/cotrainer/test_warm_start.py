@@ -98,6 +98,7 @@ def test_a_few_listwise_steps_raise_the_experts_choice_probability(demonstration
     trained = choice_sft(model, tokenizer, rows, steps=8, lr=1e-2, batch_size=4, warmup_steps=1, progress=False,
                          log_history=history)
     assert trained is model and not model.training
+    assert all(p.grad is None for p in model.parameters())  # nothing left for the first co-training update to add
     assert [entry["step"] for entry in history] == list(range(1, 9))
     assert all(math.isfinite(entry["loss"]) for entry in history)
     assert any(not torch.equal(a, b) for a, b in zip(weights, model.parameters()))

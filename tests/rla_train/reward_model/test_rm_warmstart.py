@@ -153,6 +153,7 @@ def test_warm_start_memorises_a_small_labelled_set(tiny_model_path, detour_episo
     assert summary["last_accuracy"] == sum(row["accuracy"] for row in history[-6:]) / 6   # the last tenth of 60 steps
     assert after["balanced_accuracy"] == 1.0 and after["auc"] == 1.0, (before, after)
     assert not model.training
+    assert all(p.grad is None for p in model.parameters())  # nothing left for the first co-training update to add
 
 
 def test_warm_start_needs_a_choice_judge_and_labelled_rows(detour_episode):
