@@ -78,7 +78,7 @@ def _run(overrides: list[str], run_dir: Path, log: Callable[[str], None], label:
     if checkpoint is not None:
         log(f"real: {label}: resuming from {checkpoint}")
     config = load_config(None, [*overrides, f"output.dir={run_dir}", *resume], check_hardware=False)
-    summary = train(config, progress=False, overwrite=checkpoint is None)
+    summary = train(config, progress=True, overwrite=checkpoint is None)  # its phases and a step bar with ETA, on stderr
     log(f"real: {label}: {time.perf_counter() - started:.0f} s")
     return summary
 

@@ -295,6 +295,7 @@ def test_an_interrupted_arm_run_continues_from_its_newest_intact_checkpoint(tmp_
     calls, messages = [], []
 
     def fake_train(config, progress, overwrite):
+        assert progress  # an arm shows its phases and its steps as it goes (a judge arm runs for hours)
         calls.append((config.train.resume_from, config.output.dir, overwrite))
         return {"steps": config.train.steps}
 
