@@ -86,5 +86,6 @@ def main(argv: list[str]) -> int:
     print(message)
     return status
 
+
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
