@@ -5,7 +5,9 @@ Table 1 of the method orders ``outcome_only < policy < policy+reward < policy+re
 (``train.mode=policy`` with ``reward_model.kind=noisy_oracle``: the step-label oracle with each vote flipped with
 probability 1 − a) calibrate the integrated reward: at a = 0.5 the votes carry no information, so that arm must
 match ``outcome_only`` within noise; at a = 0.8 it shows what an informative judge buys. Any accuracy can be named
-as ``oracle@A`` (gate B of the learning issue runs ``oracle@0.9`` and ``oracle@0.75``). ``control`` is
+as ``oracle@A`` (gate B of the learning issue runs ``oracle@0.9`` and ``oracle@0.75``); ``oracle@A-persistent`` errs
+on the same steps on every visit, all votes alike, as a learned judge does (``reward_model.oracle_noise=persistent``,
+:mod:`rla_train.reward_model.oracle`; the real stack only). ``control`` is
 ``outcome_only`` again from the same warm start with another training random stream (``train.training_stream=1``):
 its difference from ``outcome_only`` is run-to-run noise, the yardstick for every other difference. ``gigpo`` is
 the step-credit baseline without a judge (verl-agent's GiGPO, ``train.mode=gigpo``): what a learned judge has to
@@ -43,6 +45,7 @@ class Arm:
     mode: str
     judge: str = "model"
     oracle_accuracy: float | None = None
+    oracle_noise: str = "independent"
     training_stream: int = 0
     judge_warm_start: tuple[int, int] | None = None
     judge_warm_start_schedule: str | None = None
@@ -52,6 +55,8 @@ class Arm:
         values = [f"train.mode={self.mode}", f"reward_model.kind={self.judge}"]
         if self.oracle_accuracy is not None:
             values.append(f"reward_model.oracle_accuracy={self.oracle_accuracy}")
+        if self.oracle_noise != "independent":
+            values.append(f"reward_model.oracle_noise={self.oracle_noise}")
         if self.training_stream:
             values.append(f"train.training_stream={self.training_stream}")
         if self.judge_warm_start is not None:
@@ -104,9 +109,11 @@ QUICK_ARMS = ("outcome_only", "policy", "policy+reward+env", "oracle@0.5")
 
 
 def oracle_arm(name: str) -> Arm | None:
-    """The arm ``oracle@A`` (mode ``policy``, a noisy step-label oracle of accuracy A in [0, 1]), or None."""
+    """The arm ``oracle@A`` (mode ``policy``, a noisy step-label oracle of accuracy A in [0, 1]), ``oracle@A-persistent``
+    (the same accuracy, its errors on the same steps on every visit), or None."""
     prefix, _, accuracy = name.partition("@")
-    if prefix != "oracle":
+    accuracy, dash, noise = accuracy.partition("-")
+    if prefix != "oracle" or (dash and noise != "persistent"):
         return None
     try:
         value = float(accuracy)
@@ -114,7 +121,7 @@ def oracle_arm(name: str) -> Arm | None:
         return None
     if not 0.0 <= value <= 1.0 or accuracy != f"{value:g}":
         return None
-    return Arm(name, "policy", judge="noisy_oracle", oracle_accuracy=value)
+    return Arm(name, "policy", judge="noisy_oracle", oracle_accuracy=value, oracle_noise=noise or "independent")
 
 
 JUDGE_ARM_MODES = {"judge": "policy", "judge+reward": "policy+reward"}
@@ -136,7 +143,7 @@ def judge_arm(name: str) -> Arm | None:
 
 
 def get_arms(names: Sequence[str] | None) -> list[Arm]:
-    """The arms named (default: all), in the order given; ``oracle@A`` for any accuracy A in [0, 1] and
+    """The arms named (default: all), in the order given; ``oracle@A[-persistent]`` for any accuracy A in [0, 1] and
     ``judge@ExK`` for any warm start; unknown names raise with the closest known one."""
     arms = []
     for name in names or DEFAULT_ARMS:

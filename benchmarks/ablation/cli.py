@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ablation", description=__doc__.split("\n\n")[0])
     parser.add_argument("--arms", nargs="+", default=None, metavar="ARM",
                         help=f"arms to train (default: all; --quick: {' '.join(QUICK_ARMS)} on the real stack). "
-                             f"Known: {', '.join(ARMS)}, oracle@A for any judge accuracy A in [0, 1], and "
+                             f"Known: {', '.join(ARMS)}, oracle@A for any judge accuracy A in [0, 1] (oracle@A-persistent: "
+                             f"its errors on the same steps on every visit), and "
                              f"judge@ExK[-linear] for a learned judge the arm warm-starts on E labelled episodes for "
                              f"K steps (judge+reward@ExK[-linear]: co-trained with the policy)")
     parser.add_argument("--seeds", type=int, default=None, help="real-stack seeds 0..N-1, each with its own shared warm "
@@ -77,6 +78,9 @@ def run_synthetic_phase(args: argparse.Namespace, facts: dict) -> str:
     from benchmarks.ablation.synthetic import SyntheticSetup, run_synthetic
 
     arms = get_arms(args.arms)
+    if persistent := [a.name for a in arms if a.oracle_noise != "independent"]:
+        raise SystemExit(f"python -m benchmarks.ablation: error: {', '.join(persistent)}: the synthetic family's judge "
+                         "errs on each vote on its own; persistent errors need real steps to recur on: add --real-only")
     seeds = range(args.synthetic_seeds if args.synthetic_seeds is not None else 8 if args.quick else 30)
     setup = SyntheticSetup(eval_episodes=200) if args.quick else SyntheticSetup()
     _log(f"synthetic: {len(arms)} arms x {len(seeds)} seeds, {setup.steps} steps, {setup.eval_episodes} held-out "

@@ -223,6 +223,10 @@ class RewardModelConfig(Section):
                         choices=("model", "noisy_oracle"))
     oracle_accuracy: float = setting(0.8, "kind=noisy_oracle: the probability that each vote equals the oracle's label "
                                      "(0.5 = pure noise)", ge=0, le=1)
+    oracle_noise: str = setting("independent", "kind=noisy_oracle: how its wrong votes fall: independent (each vote "
+                                "flipped on its own, so repeated visits average to the label) or persistent (all votes "
+                                "on a (task, observation, action) flipped together on every visit, as a learned judge's "
+                                "errors are: rla_train.reward_model.oracle)", choices=("independent", "persistent"))
     outcome_encoding: str = setting("pm1", "the outcome O in R_i = O + (λ/m)·Σ_j S_ij: pm1 (+1 won, -1 lost; the paper) or "
                                     "01 (1 won, 0 lost; the ALFWorld release, where after z-scoring the judge weighs as "
                                     "λ = 2 does with pm1)", choices=("pm1", "01"))

@@ -57,11 +57,13 @@ def judge_step_metrics(episodes, rule: str = "no_regress") -> dict[str, float]:
     """The judge's balanced accuracy on the votes these episodes received, against the family's oracle (``rule``).
 
     ``judge_vote_balanced_accuracy`` (each vote a prediction; an unparseable 0 is wrong),
-    ``judge_verdict_balanced_accuracy`` (the majority of each step's m votes; a tie is wrong), and the labelled
+    ``judge_verdict_balanced_accuracy`` (the majority of each step's m votes; a tie is wrong),
+    ``judge_vote_good_recall`` and ``judge_vote_false_good_rate`` (the share of "good" votes on good and on bad
+    steps: a judge the policy can exploit pays for bad steps, and a falling recall shows less), and the labelled
     step counts (ALFWorld's planner labels ~7 ms a step: a timing belongs in benchmarks/, not in metrics.jsonl,
     whose rows a resumed run reproduces exactly). Empty when no episode could be labelled; an accuracy is left out when a class is missing.
     """
-    from rla_train.signals.metrics import verdict_balanced_accuracy, vote_balanced_accuracy
+    from rla_train.signals.metrics import verdict_balanced_accuracy, vote_balanced_accuracy, vote_class_rates
 
     votes, labels = [], []
     for episode in episodes:
@@ -81,6 +83,9 @@ def judge_step_metrics(episodes, rule: str = "no_regress") -> dict[str, float]:
         value = measure(votes, labels)
         if value is not None:
             metrics[name] = value
+    for name, value in vote_class_rates(votes, labels).items():
+        if value is not None:
+            metrics[f"judge_vote_{name}"] = value
     return metrics
 
 

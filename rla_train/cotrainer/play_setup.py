@@ -135,7 +135,7 @@ def build_judge(config: TrainConfig, policy_model, policy_tokenizer, *, rank: in
         return None, None, None, None
     if section.kind == "noisy_oracle":
         judge = NoisyOracleJudge(section.oracle_accuracy, judgments_per_step=section.judgments_per_step,
-                                 labeller=StepLabeller(section.label_rule),
+                                 labeller=StepLabeller(section.label_rule), noise=section.oracle_noise,
                                  seed=config.train.seed + 3 + rank)  # +1: the rm model, +2: the rewriter
         return judge, None, None, None
     if section.model is None:

@@ -24,10 +24,23 @@ reward of a 0 vote (-2) only matters for a trained judge, and this one is never 
 Votes come from one seeded ``numpy`` Generator (the run's seed): the same seed and the same
 trajectories, judged in the same order, give the same votes. :meth:`NoisyOracleJudge.state_dict`
 returns the Generator's state for a checkpoint, so a resumed run can draw what the uninterrupted one would.
+
+**Independent or persistent errors** (``noise``). ``"independent"`` (the default, above) flips each vote on its
+own: a bad step that one vote calls good is called bad by most of the votes it gets on its next visits, so over
+many visits the votes average to the label. A learned judge is not like that: its votes come from P(good | what it
+sees), so where it is wrong it is wrong every time it sees the same thing, with all m votes alike, and a policy
+trained on it is paid every time it takes that bad step again. ``"persistent"`` is that judge of known accuracy:
+each (task, the observation the step was taken from, the action) is drawn once, from a hash of the run's seed and
+those three (:func:`persistent_uniform`, the same in every process and after a resume), and where the draw is at
+or above ``accuracy`` every vote on that step, on every visit, is flipped. The share of wrong votes is
+``1 - accuracy`` in both, as is the balanced accuracy that ``judge_vote_balanced_accuracy`` measures; what differs
+is whether the errors can be learned.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,7 +54,11 @@ from rla_train.reward_model.judge import JudgeReport, resolve_tasks
 from rla_train.reward_model.parsing import UNPARSEABLE
 from rla_train.reward_model.verdicts import VerdictGeneration
 
-__all__ = ["NoisyOracleJudge", "noisy_votes", "vote_good_probability", "ORACLE_TEXTS"]
+__all__ = ["NoisyOracleJudge", "noisy_votes", "persistent_uniform", "vote_good_probability", "ORACLE_TEXTS",
+           "ORACLE_NOISE"]
+
+ORACLE_NOISE = ("independent", "persistent")
+"""How the oracle's wrong votes fall: each vote on its own, or the same steps wrong on every visit (module doc)."""
 
 ORACLE_TEXTS = {1: "\\boxed{1}", -1: "\\boxed{-1}", UNPARSEABLE: "undetermined: the expert cannot finish from here"}
 """The answer text of each vote (the undetermined one has no box, so it parses as 0)."""
@@ -70,6 +87,14 @@ def noisy_votes(labels: Sequence[bool | None], accuracy: float, uniforms: np.nda
     return votes
 
 
+def persistent_uniform(seed: int, task_id: str, observation: str, action: str) -> float:
+    """A draw in [0, 1) fixed by ``(seed, task_id, observation, action)``: a 64-bit BLAKE2b hash of their JSON, as a
+    fraction of 2**64 (not Python's ``hash``, which changes between processes). The same four give the same draw."""
+    key = json.dumps([int(seed), str(task_id), str(observation), str(action)], ensure_ascii=True)
+    digest = hashlib.blake2b(key.encode("ascii"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0 ** 64
+
+
 def vote_good_probability(label: bool | None, accuracy: float) -> float:
     """The probability that a vote on a step is +1: ``accuracy`` (good), ``1 - accuracy`` (bad), 0.5 (undetermined).
 
@@ -91,6 +116,8 @@ class NoisyOracleJudge:
         accuracy: the probability that each vote equals the label (``reward_model.oracle_accuracy``).
         judgments_per_step: ``m``, votes per step.
         seed: an int (the run's seed) or a ``numpy.random.Generator`` the votes are drawn from.
+        noise: ``"independent"`` (each vote flipped on its own) or ``"persistent"`` (a step's votes flipped
+            together, on every visit to the same observation and action; needs an int ``seed``): module doc.
         labeller: ``labeller(task, actions) -> [True | False | None]`` per action (default
             :func:`rla_envs.core.labels.step_labels`: the family's oracle, e.g. ALFWorld's or TextWorld's).
     """
@@ -98,16 +125,21 @@ class NoisyOracleJudge:
     name = "noisy-oracle"
 
     def __init__(self, accuracy: float, *, judgments_per_step: int = 3, seed: int | np.random.Generator = 0,
-                 labeller: Callable[[Task, list[str]], list[bool | None]] | None = None):
+                 noise: str = "independent", labeller: Callable[[Task, list[str]], list[bool | None]] | None = None):
         if isinstance(accuracy, bool) or not isinstance(accuracy, (int, float)) or not 0.0 <= accuracy <= 1.0:
             raise ValueError(f"accuracy must be a number in [0, 1] (reward_model.oracle_accuracy; 0.5 = pure noise), "
                              f"got {accuracy!r}")
         if type(judgments_per_step) is not int or judgments_per_step < 1:
             raise ValueError(f"judgments_per_step must be an int >= 1 (votes per step; the method uses 3), "
                              f"got {judgments_per_step!r}")
+        if noise not in ORACLE_NOISE:
+            raise ValueError(f"noise must be one of {ORACLE_NOISE} (reward_model.oracle_noise), got {noise!r}")
+        if noise == "persistent" and isinstance(seed, np.random.Generator):
+            raise ValueError("noise='persistent' draws from a hash of an int seed: pass the run's seed, not a Generator")
         if labeller is None:
             labeller = StepLabeller()
-        self.accuracy = float(accuracy)
+        self.accuracy, self.noise = float(accuracy), noise
+        self.seed = None if isinstance(seed, np.random.Generator) else int(seed)
         self.judgments_per_step = judgments_per_step
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         self.labeller = labeller
@@ -135,7 +167,7 @@ class NoisyOracleJudge:
         report = JudgeReport(trajectories=len(trajectories))
         for task, trajectory in zip(tasks, trajectories):
             labels = self.labels(task, trajectory)
-            uniforms = self.rng.random((len(labels), self.judgments_per_step))
+            uniforms = self.uniforms(task, trajectory, len(labels))
             votes = noisy_votes(labels, self.accuracy, uniforms)
             answers = [[ORACLE_TEXTS[vote] for vote in step] for step in votes]
             trajectory.judgments = votes
@@ -152,6 +184,18 @@ class NoisyOracleJudge:
             report.judgments += sum(len(step) for step in votes)
             report.unparseable += sum(vote == UNPARSEABLE for step in votes for vote in step)
         return report
+
+    def uniforms(self, task: Task, trajectory: Trajectory, steps: int) -> np.ndarray:
+        """The draws of ``steps`` steps' votes (one row per step, one column per vote): from the Generator, or, for
+        persistent noise, one hashed draw per step repeated across its votes."""
+        if self.noise == "independent":
+            return self.rng.random((steps, self.judgments_per_step))
+        if len(trajectory.observations) < steps:
+            raise ValueError(f"persistent noise keys each step on the observation it was taken from: the trajectory "
+                             f"of task {task.id} has {len(trajectory.observations)} observations for {steps} actions")
+        draws = [persistent_uniform(self.seed, task.id, trajectory.observations[i], trajectory.actions[i])
+                 for i in range(steps)]
+        return np.repeat(np.asarray(draws, dtype=float).reshape(steps, 1), self.judgments_per_step, axis=1)
 
     def state_dict(self) -> dict[str, Any]:
         """The vote Generator's state (for a checkpoint)."""

@@ -6,7 +6,8 @@
 - :func:`balanced_accuracy` — the mean of the recalls on good and on bad steps (plain accuracy on steps
   that are ~90% good rewards a judge that always says "good"; this one gives it 0.5).
 - :func:`vote_balanced_accuracy` / :func:`verdict_balanced_accuracy` — the same for the m votes a step got
-  (each vote a prediction) and for their majority verdict: how right the judgments the policy trains on are.
+  (each vote a prediction) and for their majority verdict: how right the judgments the policy trains on are;
+  :func:`vote_class_rates` — where the votes err: recall on good steps, and the "good" votes on bad steps.
 - :func:`roc_auc` — how well a judge's score (e.g. P(good)) ranks good steps above bad ones.
 - :func:`outcome_accuracy` — how often the mean judgment over an episode predicts its outcome.
 - :func:`ut_accuracy` / :func:`detect_rate` — the coding variant: share of generated unit tests that are
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["majority_vote", "process_accuracy", "balanced_accuracy", "vote_balanced_accuracy",
+__all__ = ["majority_vote", "process_accuracy", "balanced_accuracy", "vote_balanced_accuracy", "vote_class_rates",
            "verdict_balanced_accuracy", "roc_auc", "outcome_accuracy", "ut_accuracy",
            "detect_rate", "wilson_interval", "balanced_accuracy_interval", "auc_interval", "paired_improvement"]
 
@@ -82,6 +83,24 @@ def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[bool | None]) 
     if not good or not bad:
         return None
     return (sum(good) / len(good) + sum(bad) / len(bad)) / 2
+
+
+def vote_class_rates(step_votes: Sequence[Sequence[int]], labels: Sequence[bool | None]) -> dict[str, float | None]:
+    """Where the votes err: ``good_recall``, the share of +1 votes among the votes on good steps, and
+    ``false_good_rate``, the share of +1 votes among the votes on bad steps (what pays the policy for a bad step).
+
+    A vote of 0 (unparseable) is not +1: it lowers the recall and not the false-good rate. Steps labelled None are
+    skipped; a class with no vote gives None. By hand: labels ``[True, False, True]``, votes ``[[1, 1], [-1, 0],
+    [1, -1]]``: good steps 3 of 4 votes +1 (0.75), the bad step 0 of 2 (0.0).
+    """
+    votes, labels = _labelled(step_votes, labels, "vote list")
+    tally = {True: [0, 0], False: [0, 0]}  # label -> [+1 votes, votes]
+    for step, label in zip(votes, labels):
+        step = list(step)
+        tally[label][0] += sum(v == 1 for v in step)
+        tally[label][1] += len(step)
+    return {"good_recall": tally[True][0] / tally[True][1] if tally[True][1] else None,
+            "false_good_rate": tally[False][0] / tally[False][1] if tally[False][1] else None}
 
 
 def vote_balanced_accuracy(step_votes: Sequence[Sequence[int]], labels: Sequence[bool | None]) -> float | None:

@@ -280,12 +280,16 @@ def test_an_oracle_arm_of_any_accuracy_can_be_named_and_a_bad_one_is_refused(cap
     [arm] = get_arms(["oracle@0.9"])
     assert arm.overrides() == ["train.mode=policy", "reward_model.kind=noisy_oracle", "reward_model.oracle_accuracy=0.9"]
     assert get_arms(["oracle@0.75"])[0].oracle_accuracy == 0.75
-    for bad in ("oracle@1.5", "oracle@x", "oracle@0.90"):
+    [persistent] = get_arms(["oracle@0.9-persistent"])  # errs on the same steps on every visit (real stack only)
+    assert persistent.overrides() == [*arm.overrides(), "reward_model.oracle_noise=persistent"]
+    for bad in ("oracle@1.5", "oracle@x", "oracle@0.90", "oracle@0.9-sticky", "oracle@0.9-"):
         with pytest.raises(ValueError, match="unknown arm"):
             get_arms([bad])
     with pytest.raises(SystemExit):
         main(["--arms", "oracle@2", "--synthetic-only"])
     assert "unknown arm 'oracle@2'" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="need real steps to recur on: add --real-only"):
+        main(["--arms", "outcome_only", "oracle@0.9-persistent", "--synthetic-only"])
 
 
 def test_an_interrupted_arm_run_continues_from_its_newest_intact_checkpoint(tmp_path, monkeypatch):

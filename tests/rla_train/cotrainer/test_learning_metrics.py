@@ -37,7 +37,8 @@ def test_every_step_logs_the_judges_accuracy_on_the_policys_rollouts_and_how_far
     assert [r["step"] for r in logged] == [1, 2]
     for row in logged:
         assert 0 < row["judge_labelled_bad_steps"] < row["judge_labelled_steps"]
-        for key in ("judge_vote_balanced_accuracy", "judge_verdict_balanced_accuracy", "policy_clip_fraction"):
+        for key in ("judge_vote_balanced_accuracy", "judge_verdict_balanced_accuracy", "judge_vote_good_recall",
+                    "judge_vote_false_good_rate", "policy_clip_fraction"):
             assert 0.0 <= row[key] <= 1.0, key
         assert row["policy_choice_kl"] > 0 and math.isfinite(row["policy_choice_kl"])
         assert -1 <= row["policy_chosen_prob_change"] <= 1
@@ -70,6 +71,9 @@ def test_the_step_metrics_by_hand_and_nothing_for_a_family_without_an_oracle():
     # verdicts: good steps +1, +1, +1, 0, 0 -> 3/5; the bad step -1 -> 1/1: (0.6 + 1)/2 = 0.8
     assert metrics["judge_verdict_balanced_accuracy"] == pytest.approx(0.8)
     assert metrics["judge_labelled_steps"] == 6 and metrics["judge_labelled_bad_steps"] == 1
+    # where the votes err: 7 of the good steps' 10 votes say good; none of the bad step's 2 does
+    assert metrics["judge_vote_good_recall"] == pytest.approx(0.7)
+    assert metrics["judge_vote_false_good_rate"] == 0.0
     code = Task(family="code", instruction="add two numbers", spec={})
     unlabelled = Episode(task_id="c", task=code, actions=["x"], won=True, judgments=[[1]])
     assert "judge_vote_balanced_accuracy" not in _episode_metrics([[unlabelled]], reward_spec(config), MODES["policy"])

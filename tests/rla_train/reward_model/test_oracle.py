@@ -12,7 +12,7 @@ import pytest
 from rla_envs.core.task import Task
 from rla_envs.core.trajectory import Trajectory
 from rla_train.reward_model import RewardModelDiagnoser, parse_verdict
-from rla_train.reward_model.oracle import NoisyOracleJudge, noisy_votes, vote_good_probability
+from rla_train.reward_model.oracle import NoisyOracleJudge, noisy_votes, persistent_uniform, vote_good_probability
 from rla_train.rollout.episode import Episode
 
 
@@ -153,6 +153,40 @@ def test_state_dict_resumes_the_vote_stream(episode):
     assert again.judgments == after.judgments
 
 
+def test_persistent_noise_errs_on_the_same_steps_on_every_visit_at_the_accuracy(episode):
+    all_good = lambda task, actions: [True] * len(actions)  # noqa: E731 - every wrong vote is a -1
+    assert persistent_uniform(3, "t", "You see a mug.", "take mug") == persistent_uniform(3, "t", "You see a mug.",
+                                                                                           "take mug")
+    draws = {persistent_uniform(seed, "t", "o", a) for seed in (3, 4) for a in ("take mug", "go to desk 1")}
+    assert len(draws) == 4 and all(0.0 <= u < 1.0 for u in draws)
+
+    judge = NoisyOracleJudge(0.8, judgments_per_step=3, seed=7, noise="persistent", labeller=all_good)
+    runs = [copy_of(episode) for _ in range(3)]
+    judge.judge(None, runs)
+    assert all(len(set(step)) == 1 for step in runs[0].judgments)  # a step's votes are flipped together
+    assert runs[1].judgments == runs[0].judgments == runs[2].judgments  # and again on every visit
+    resumed = NoisyOracleJudge(0.8, judgments_per_step=3, seed=7, noise="persistent", labeller=all_good)
+    assert resumed.judge(None, [again := copy_of(episode)]) and again.judgments == runs[0].judgments  # nothing to save
+    other_seed = NoisyOracleJudge(0.8, judgments_per_step=3, seed=8, noise="persistent", labeller=all_good)
+    many = [Trajectory(task_id="t", observations=[f"room {i}", "after"], actions=[f"take thing {i}"], infos=[{}, {}])
+            for i in range(2000)]
+    task = Task(family="alfworld", instruction="x", spec={})
+    other_seed.judge(task, many)
+    # 2,000 distinct (observation, action) steps: the wrong share ~ Binomial(2000, 0.2) / 2000, sd 0.0089; the
+    # hash makes it one fixed number, checked against +-5 sd
+    wrong = sum(run.judgments[0][0] == -1 for run in many) / len(many)
+    assert abs(wrong - 0.2) <= 5 * math.sqrt(0.8 * 0.2 / len(many))
+    # the same step in another episode (another history, the same observation and action) gets the same votes
+    revisit = Trajectory(task_id="t", observations=["start", "room 5", "after"], actions=["look", "take thing 5"],
+                         infos=[{}, {}, {}])
+    other_seed.judge(task, [revisit])
+    assert revisit.judgments[1] == many[5].judgments[0]
+    with pytest.raises(ValueError, match="noise must be one of"):
+        NoisyOracleJudge(0.8, noise="sticky")
+    with pytest.raises(ValueError, match="an int seed"):
+        NoisyOracleJudge(0.8, noise="persistent", seed=np.random.default_rng(0))
+
+
 def test_diagnoser_reads_the_oracle(task, episode, labels):
     lost = copy_of(episode)
     lost.won = False
@@ -185,6 +219,9 @@ def test_components_build_the_oracle_without_a_model_so_nothing_trains_it():
                                 "reward_model.judgments_per_step=5", "train.seed=4"], check_hardware=False)
     judge, model, tokenizer, text = build_judge(config, None, None)
     assert isinstance(judge, NoisyOracleJudge) and (model, tokenizer, text) == (None, None, None)
-    assert (judge.accuracy, judge.judgments_per_step) == (0.7, 5)
+    assert (judge.accuracy, judge.judgments_per_step, judge.noise) == (0.7, 5, "independent")
+    persistent = load_config(None, ["reward_model.kind=noisy_oracle", "reward_model.oracle_noise=persistent",
+                                    "train.seed=4"], check_hardware=False)
+    assert build_judge(persistent, None, None)[0].noise == "persistent"
     again, *_ = build_judge(config, None, None)
     assert again.rng.random(4).tolist() == judge.rng.random(4).tolist()  # seeded from train.seed

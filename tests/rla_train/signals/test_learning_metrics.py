@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from rla_train.signals.metrics import verdict_balanced_accuracy, vote_balanced_accuracy
+from rla_train.signals.metrics import verdict_balanced_accuracy, vote_balanced_accuracy, vote_class_rates
 from rla_train.signals.policy_shift import categorical_kl, chosen_probability_change, mean_choice_kl
 
 
@@ -68,3 +68,18 @@ def test_chosen_probability_change_split_by_the_sign_of_the_advantage():
     assert chosen_probability_change([log(0.5)], [log(0.7)], [1.0])["negative_advantage"] is None
     with pytest.raises(ValueError, match="one value per sample"):
         chosen_probability_change([0.0], [0.0, 0.0], [1.0])
+
+
+def test_vote_class_rates_say_where_the_votes_err():
+    # good steps: 3 of 4 votes say good; the bad step: 1 of 2 says good; the undetermined step is skipped
+    rates = vote_class_rates([[1, 1], [1, 0], [1, 1], [1, -1]], [True, False, None, True])
+    assert rates == {"good_recall": 0.75, "false_good_rate": 0.5}
+    # an unparseable vote is not "good": it lowers the recall and never raises the false-good rate
+    assert vote_class_rates([[0, 1], [0, -1]], [True, False]) == {"good_recall": 0.5, "false_good_rate": 0.0}
+    # both rates give the balanced accuracy when no vote is unparseable: (recall + 1 - false-good) / 2
+    votes, labels = [[1, -1, 1], [-1, -1, 1], [1, 1, 1], [-1, -1, -1]], [True, False, True, False]
+    rates = vote_class_rates(votes, labels)
+    assert (rates["good_recall"] + 1 - rates["false_good_rate"]) / 2 == pytest.approx(vote_balanced_accuracy(votes, labels))
+    assert vote_class_rates([[1], [1]], [True, True]) == {"good_recall": 1.0, "false_good_rate": None}
+    with pytest.raises(ValueError, match="one label per vote list"):
+        vote_class_rates([[1]], [True, False])
