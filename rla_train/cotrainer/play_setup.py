@@ -123,7 +123,8 @@ def policy_backends(config: TrainConfig, model, tokenizer, trainer):
 def build_judge(config: TrainConfig, policy_model, policy_tokenizer, *, rank: int = 0):
     """(judge, rm model, rm tokenizer, its plain text backend) as the config says; Nones without one.
 
-    ``rank`` (data-parallel runs) shifts the noisy oracle's seed, so that each rank's judge draws its own numbers.
+    ``rank`` (data-parallel runs) shifts the noisy oracle's seed, so that each rank's judge draws its own numbers (not for
+    ``oracle_noise=persistent``, whose errors fall on the same steps on every rank).
 
     The judge is a :class:`~rla_train.reward_model.RewardModel` (``reward_model.kind=model``; with
     ``verdict_mode=choice`` over a :class:`~rla_train.reward_model.VerdictChoiceBackend`), or a
@@ -136,7 +137,8 @@ def build_judge(config: TrainConfig, policy_model, policy_tokenizer, *, rank: in
     if section.kind == "noisy_oracle":
         judge = NoisyOracleJudge(section.oracle_accuracy, judgments_per_step=section.judgments_per_step,
                                  labeller=StepLabeller(section.label_rule), noise=section.oracle_noise,
-                                 seed=config.train.seed + 3 + rank)  # +1: the rm model, +2: the rewriter
+                                 # +1: the rm model, +2: the rewriter; persistent errors are the same on every rank
+                                 seed=config.train.seed + 3 + (0 if section.oracle_noise == "persistent" else rank))
         return judge, None, None, None
     if section.model is None:
         return None, None, None, None

@@ -223,5 +223,8 @@ def test_components_build_the_oracle_without_a_model_so_nothing_trains_it():
     persistent = load_config(None, ["reward_model.kind=noisy_oracle", "reward_model.oracle_noise=persistent",
                                     "train.seed=4"], check_hardware=False)
     assert build_judge(persistent, None, None)[0].noise == "persistent"
+    # each rank draws its own independent votes, but a persistent error is the same step's on every rank
+    assert build_judge(config, None, None, rank=1)[0].rng.random() != build_judge(config, None, None)[0].rng.random()
+    assert build_judge(persistent, None, None, rank=1)[0].seed == build_judge(persistent, None, None)[0].seed
     again, *_ = build_judge(config, None, None)
     assert again.rng.random(4).tolist() == judge.rng.random(4).tolist()  # seeded from train.seed
