@@ -43,7 +43,7 @@ from typing import Any
 
 from benchmarks.ablation.stats import mean_interval, seed_differences
 
-__all__ = ["ARMS", "MEASURES", "FINAL_POLICY_FILE", "overrides", "rejudge_config", "rejudge", "read_run", "objective_table",
+__all__ = ["ARMS", "MEASURES", "FINAL_POLICY_FILE", "overrides", "replay_config", "rejudge_config", "rejudge", "read_run", "objective_table",
            "format_objectives", "main"]
 
 FINAL_POLICY_FILE = "judged-final-policy-steps.json"
@@ -210,6 +210,16 @@ def _checkpoint(run_dir: Path, step: int, role: str) -> Path:
     return path
 
 
+def replay_config(config_path: str | Path, policy: Path, judge: Path, *extra: str):
+    """A run's recorded config (``config_path``) with other policy and judge weights, its warm starts and its resume
+    off, plus ``extra`` overrides: the same run's settings, to measure those weights with."""
+    from rla_train.config import load_config
+
+    overrides = [f"policy.model={policy}", f"reward_model.model={judge}", "train.warm_start_sft_steps=0",
+                 "train.warm_start_listwise_steps=0", "reward_model.warm_start_steps=0", "train.resume_from=null", *extra]
+    return load_config(config_path, overrides, check_hardware=False)
+
+
 def rejudge_config(run_dir: str | Path, judge_step: int, *, probe: bool = True):
     """The run's recorded config with its final policy and the judge of checkpoint ``judge_step``, warm starts off
     (``probe``: with the labelled probe, whose games the final policy plays)."""
@@ -217,11 +227,9 @@ def rejudge_config(run_dir: str | Path, judge_step: int, *, probe: bool = True):
 
     run_dir = Path(run_dir)
     recorded = load_config(run_dir / "config.yaml", check_hardware=False)
-    overrides = [f"policy.model={_checkpoint(run_dir, recorded.train.steps, 'policy')}",
-                 f"reward_model.model={_checkpoint(run_dir, judge_step, 'reward_model')}",
-                 "train.warm_start_sft_steps=0", "train.warm_start_listwise_steps=0", "reward_model.warm_start_steps=0",
-                 "train.resume_from=null", *([] if probe else ["reward_model.probe_episodes=0"])]
-    return load_config(run_dir / "config.yaml", overrides, check_hardware=False)
+    return replay_config(run_dir / "config.yaml", _checkpoint(run_dir, recorded.train.steps, "policy"),
+                         _checkpoint(run_dir, judge_step, "reward_model"),
+                         *([] if probe else ["reward_model.probe_episodes=0"]))
 
 
 def rejudge(run_dir: str | Path, *, episodes: int | None = None) -> dict[str, Any]:

@@ -85,6 +85,19 @@ def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[bool | None]) 
     return (sum(good) / len(good) + sum(bad) / len(bad)) / 2
 
 
+def _vote_tally(step_votes: Sequence[Sequence[int]], labels: Sequence[bool | None]) -> dict[bool, dict[int, int]]:
+    """Per label (True good, False bad): how many of its steps' votes were +1, -1 and in all (``0`` counts the
+    votes); steps labelled None are skipped."""
+    votes, labels = _labelled(step_votes, labels, "vote list")
+    tally = {True: {1: 0, -1: 0, 0: 0}, False: {1: 0, -1: 0, 0: 0}}
+    for step, label in zip(votes, labels):
+        step = list(step)
+        tally[label][1] += sum(v == 1 for v in step)
+        tally[label][-1] += sum(v == -1 for v in step)
+        tally[label][0] += len(step)
+    return tally
+
+
 def vote_class_rates(step_votes: Sequence[Sequence[int]], labels: Sequence[bool | None]) -> dict[str, float | None]:
     """Where the votes err: ``good_recall``, the share of +1 votes among the votes on good steps, and
     ``false_good_rate``, the share of +1 votes among the votes on bad steps (what pays the policy for a bad step).
@@ -93,14 +106,9 @@ def vote_class_rates(step_votes: Sequence[Sequence[int]], labels: Sequence[bool 
     skipped; a class with no vote gives None. By hand: labels ``[True, False, True]``, votes ``[[1, 1], [-1, 0],
     [1, -1]]``: good steps 3 of 4 votes +1 (0.75), the bad step 0 of 2 (0.0).
     """
-    votes, labels = _labelled(step_votes, labels, "vote list")
-    tally = {True: [0, 0], False: [0, 0]}  # label -> [+1 votes, votes]
-    for step, label in zip(votes, labels):
-        step = list(step)
-        tally[label][0] += sum(v == 1 for v in step)
-        tally[label][1] += len(step)
-    return {"good_recall": tally[True][0] / tally[True][1] if tally[True][1] else None,
-            "false_good_rate": tally[False][0] / tally[False][1] if tally[False][1] else None}
+    tally = _vote_tally(step_votes, labels)
+    return {"good_recall": tally[True][1] / tally[True][0] if tally[True][0] else None,
+            "false_good_rate": tally[False][1] / tally[False][0] if tally[False][0] else None}
 
 
 def vote_balanced_accuracy(step_votes: Sequence[Sequence[int]], labels: Sequence[bool | None]) -> float | None:
@@ -112,15 +120,10 @@ def vote_balanced_accuracy(step_votes: Sequence[Sequence[int]], labels: Sequence
     vote. By hand: labels ``[True, False, True]``, votes ``[[1, 1], [-1, 0], [1, -1]]``: good steps 3 of 4 votes
     +1, the bad step 1 of 2 votes -1, ``(0.75 + 0.5) / 2 = 0.625``.
     """
-    votes, labels = _labelled(step_votes, labels, "vote list")
-    tally = {True: [0, 0], False: [0, 0]}  # label -> [right votes, votes]
-    for step, label in zip(votes, labels):
-        step = list(step)
-        tally[label][0] += sum(v == (1 if label else -1) for v in step)
-        tally[label][1] += len(step)
-    if not tally[True][1] or not tally[False][1]:
+    tally = _vote_tally(step_votes, labels)
+    if not tally[True][0] or not tally[False][0]:
         return None
-    return (tally[True][0] / tally[True][1] + tally[False][0] / tally[False][1]) / 2
+    return (tally[True][1] / tally[True][0] + tally[False][-1] / tally[False][0]) / 2
 
 
 def verdict_balanced_accuracy(step_votes: Sequence[Sequence[int]], labels: Sequence[bool | None]) -> float | None:
