@@ -8,11 +8,14 @@
 Two runs of one arm from the same warm start that differ only in ``train.training_stream`` (the draws of tasks and
 rollouts) end apart by chance; with one run per arm and seed, an arm difference cannot be told from that. Here each
 run directory is an ablation output (``real/seed-S/arm-NAME/summary.json``, ``ood/summary.json``, ``config.yaml``);
-a run is keyed by its seed, its mode (the ``control`` arm is ``outcome_only`` on stream 1) and its stream, both read
-from its recorded config. Per arm and seed: held-out success of each stream and their mean; per arm: the spread
-between streams of one seed (the standard deviation of a single run, pooled over seeds); per pair of arms: the
-difference of the seed means with its 95% t-interval over seeds (the seed stays the unit; streams are averaged
-within it, never pooled across seeds).
+a run is keyed by its seed and stream (read from its recorded config) and its arm (the directory's name: oracle and
+judge arms share ``train.mode=policy``; the ``control`` arm counts as ``outcome_only``, which it is on stream 1).
+Per arm and seed: held-out success of each stream and their mean; per arm: the spread between streams of one seed
+(the standard deviation of a single run, pooled over seeds); per pair of arms: the difference of the seed means with
+its 95% t-interval over seeds (the seed stays the unit; streams are averaged within it, never pooled across seeds).
+The same run found twice (a directory copied into two outputs) counts once; two different results for one seed, arm
+and stream (outputs of other warm starts, e.g. another machine's) are refused: pass only outputs that share their
+warm starts.
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ SPLITS = ("in_domain", "ood")
 
 
 class Run(NamedTuple):
-    """One finished arm run: its seed, ``train.mode``, ``train.training_stream`` and held-out success per split."""
+    """One finished arm run: its seed, its arm (``control`` read as ``outcome_only``), ``train.training_stream`` and
+    held-out success per split."""
 
     seed: int
-    mode: str
+    arm: str
     stream: int
     success: dict[str, float]
 
@@ -51,11 +55,16 @@ def _rate(evaluation: Mapping[str, Any] | None, where: Path) -> float:
     return float(np.mean(outcomes))
 
 
+CONTROL_ARM = ("control", "outcome_only")
+"""The noise control arm's directory name and the arm it replicates (``outcome_only`` on another stream)."""
+
+
 def read_runs(directories: Sequence[str | Path]) -> list[Run]:
-    """Every finished arm run under the ablation outputs ``directories`` (the warm starts are not arm runs)."""
+    """Every finished arm run under the ablation outputs ``directories`` (the warm starts are not arm runs), each
+    once; a seed, arm and stream found twice with different results raises ``ValueError``."""
     import yaml
 
-    runs = []
+    runs: dict[tuple[int, str, int], tuple[Run, Path]] = {}
     for directory in directories:
         for summary_path in sorted(Path(directory).glob("real/seed-*/arm-*/summary.json")):
             run_dir = summary_path.parent
@@ -65,50 +74,57 @@ def read_runs(directories: Sequence[str | Path]) -> list[Run]:
             config = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
             train = config.get("train") or {}
             summary, ood = json.loads(summary_path.read_text()), json.loads(ood_path.read_text())
-            runs.append(Run(int(train["seed"]), str(train["mode"]), int(train.get("training_stream") or 0),
-                            {"in_domain": _rate(summary.get("after"), summary_path),
-                             "ood": _rate(ood.get("before"), ood_path)}))
-    return runs
+            arm = run_dir.name.removeprefix("arm-")
+            run = Run(int(train["seed"]), CONTROL_ARM[1] if arm == CONTROL_ARM[0] else arm,
+                      int(train.get("training_stream") or 0),
+                      {"in_domain": _rate(summary.get("after"), summary_path),
+                       "ood": _rate(ood.get("before"), ood_path)})
+            key = (run.seed, run.arm, run.stream)
+            if key in runs and runs[key][0] != run:
+                raise ValueError(f"two results for seed {run.seed}, arm {run.arm}, stream {run.stream}: "
+                                 f"{runs[key][1]} and {run_dir} (outputs of different warm starts?)")
+            runs.setdefault(key, (run, run_dir))
+    return [run for run, _ in runs.values()]
 
 
-def stream_table(runs: Sequence[Run], modes: Sequence[str]) -> dict[str, Any]:
-    """Per mode and split: each seed's streams and mean, the pooled within-seed standard deviation of one run; per
-    pair of modes (later - earlier): the per-seed difference of means and its t-interval over the shared seeds.
+def stream_table(runs: Sequence[Run], arms: Sequence[str]) -> dict[str, Any]:
+    """Per arm and split: each seed's streams and mean, the pooled within-seed standard deviation of one run; per
+    pair of arms (later - earlier): the per-seed difference of means and its t-interval over the shared seeds.
 
     >>> runs = [Run(0, "a", 0, {"in_domain": .2, "ood": .1}), Run(0, "a", 1, {"in_domain": .4, "ood": .1}),
     ...         Run(0, "b", 0, {"in_domain": .5, "ood": .2}), Run(1, "a", 0, {"in_domain": .1, "ood": .0}),
     ...         Run(1, "b", 0, {"in_domain": .3, "ood": .2})]
     >>> table = stream_table(runs, ["a", "b"])
-    >>> table["modes"]["a"]["in_domain"]["per_seed"][0]
+    >>> table["arms"]["a"]["in_domain"]["per_seed"][0]
     {'streams': {0: 0.2, 1: 0.4}, 'mean': 0.30000000000000004}
-    >>> round(table["modes"]["a"]["in_domain"]["run_sd"], 4)   # one seed with two streams: |0.2 - 0.4| / sqrt(2)
+    >>> round(table["arms"]["a"]["in_domain"]["run_sd"], 4)   # one seed with two streams: |0.2 - 0.4| / sqrt(2)
     0.1414
     >>> [round(d, 2) for d in table["differences"]["b - a"]["in_domain"]["per_seed"].values()]
     [0.2, 0.2]
     """
-    by_mode: dict[str, dict[int, dict[int, Mapping[str, float]]]] = defaultdict(lambda: defaultdict(dict))
+    by_arm: dict[str, dict[int, dict[int, Mapping[str, float]]]] = defaultdict(lambda: defaultdict(dict))
     for run in runs:
-        if run.mode in modes:
-            by_mode[run.mode][run.seed][run.stream] = run.success
-    table: dict[str, Any] = {"modes": {}, "differences": {}}
-    for mode in modes:
-        table["modes"][mode] = {}
+        if run.arm in arms:
+            by_arm[run.arm][run.seed][run.stream] = run.success
+    table: dict[str, Any] = {"arms": {}, "differences": {}}
+    for arm in arms:
+        table["arms"][arm] = {}
         for split in SPLITS:
             per_seed = {seed: {"streams": {s: rates[split] for s, rates in sorted(streams.items())},
                                "mean": float(np.mean([rates[split] for rates in streams.values()]))}
-                        for seed, streams in sorted(by_mode[mode].items())}
+                        for seed, streams in sorted(by_arm[arm].items())}
             squares = sum(float(np.sum((np.array(list(cell["streams"].values())) - cell["mean"]) ** 2))
                           for cell in per_seed.values())
             freedom = sum(len(cell["streams"]) - 1 for cell in per_seed.values())
-            table["modes"][mode][split] = {"per_seed": per_seed,
-                                           "run_sd": math.sqrt(squares / freedom) if freedom else None,
-                                           "runs": sum(len(cell["streams"]) for cell in per_seed.values())}
-    for index, first in enumerate(modes):
-        for second in modes[index + 1:]:
+            table["arms"][arm][split] = {"per_seed": per_seed,
+                                         "run_sd": math.sqrt(squares / freedom) if freedom else None,
+                                         "runs": sum(len(cell["streams"]) for cell in per_seed.values())}
+    for index, first in enumerate(arms):
+        for second in arms[index + 1:]:
             name = f"{second} - {first}"
             table["differences"][name] = {}
             for split in SPLITS:
-                a, b = table["modes"][first][split]["per_seed"], table["modes"][second][split]["per_seed"]
+                a, b = table["arms"][first][split]["per_seed"], table["arms"][second][split]["per_seed"]
                 table["differences"][name][split] = seed_differences(
                     {seed: cell["mean"] for seed, cell in a.items()}, {seed: cell["mean"] for seed, cell in b.items()})
     return table
@@ -119,15 +135,15 @@ def _points(value: float) -> str:
 
 
 def format_streams(table: Mapping[str, Any]) -> str:
-    """Markdown: success per seed and stream for each mode, then the differences over seeds."""
-    lines = ["| mode | split | per seed: success of each stream (mean) | one run's SD (pooled within seeds) |",
+    """Markdown: success per seed and stream for each arm, then the differences over seeds."""
+    lines = ["| arm | split | per seed: success of each stream (mean) | one run's SD (pooled within seeds) |",
              "|---|---|---|---|"]
-    for mode, splits in table["modes"].items():
+    for arm, splits in table["arms"].items():
         for split, row in splits.items():
             cells = "; ".join(f"seed {seed}: " + ", ".join(f"{100 * v:.1f}" for v in cell["streams"].values())
                               + f" ({100 * cell['mean']:.1f})" for seed, cell in row["per_seed"].items())
             sd = "n/a" if row["run_sd"] is None else f"{100 * row['run_sd']:.1f} points ({row['runs']} runs)"
-            lines.append(f"| {mode} | {split} | {cells} | {sd} |")
+            lines.append(f"| {arm} | {split} | {cells} | {sd} |")
     lines += ["", "| difference of seed means | split | per seed | over seeds [95% t-interval] |", "|---|---|---|---|"]
     for name, splits in table["differences"].items():
         for split, row in splits.items():
@@ -142,8 +158,8 @@ def format_streams(table: Mapping[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ablation.streams", description=__doc__.split("\n\n")[0])
     parser.add_argument("directories", nargs="+", help="ablation outputs (real/seed-S/arm-NAME/ inside)")
-    parser.add_argument("--arms", nargs="+", required=True, metavar="MODE",
-                        help="train.mode of the arms to compare, in order (e.g. outcome_only gigpo)")
+    parser.add_argument("--arms", nargs="+", required=True, metavar="ARM",
+                        help="the arms to compare, in order (e.g. outcome_only gigpo, or outcome_only oracle@0.9)")
     parser.add_argument("--json", metavar="OUT", help="also write the table as JSON")
     args = parser.parse_args(argv)
     table = stream_table(read_runs(args.directories), args.arms)

@@ -36,7 +36,7 @@ def test_streams_are_averaged_within_a_seed_and_the_seed_is_the_unit(tmp_path):
                                    Run(1, "outcome_only", 0, {"in_domain": .125, "ood": 0.0}),
                                    Run(1, "gigpo", 0, {"in_domain": .375, "ood": .25})])
     table = stream_table(runs, ["outcome_only", "gigpo"])
-    row = table["modes"]["outcome_only"]["in_domain"]
+    row = table["arms"]["outcome_only"]["in_domain"]
     assert row["per_seed"][0] == {"streams": {0: .25, 1: .5, 2: .375}, "mean": .375} and row["runs"] == 4
     # seed 0's three streams around their mean 0.375 (seed 1's single run adds nothing): sqrt(2 x 0.125^2 / 2)
     assert row["run_sd"] == pytest.approx(0.125)
@@ -55,3 +55,29 @@ def test_the_command_line_prints_and_writes_the_table(tmp_path, capsys):
     assert main([str(tmp_path), "--arms", "outcome_only", "gigpo", "--json", str(tmp_path / "t.json")]) == 0
     assert "gigpo - outcome_only" in capsys.readouterr().out
     assert json.loads((tmp_path / "t.json").read_text())["differences"]["gigpo - outcome_only"]["in_domain"]["n"] == 1
+
+
+def test_arms_are_told_apart_by_name_and_a_copied_run_counts_once(tmp_path):
+    # oracle and judge arms all run train.mode=policy: the arm is the directory's name
+    first, copy = tmp_path / "first", tmp_path / "copy"
+    _write_run(first, 0, "outcome_only", "outcome_only", 0, 2, 1)
+    _write_run(first, 0, "oracle@0.9", "policy", 0, 5, 3)
+    _write_run(first, 0, "judge@4x20", "policy", 0, 1, 0)
+    _write_run(copy, 0, "outcome_only", "outcome_only", 0, 2, 1)   # the same run, copied into a second output
+    _write_run(copy, 0, "control", "outcome_only", 1, 4, 1)
+    runs = read_runs([first, copy])
+    assert sorted(runs) == sorted([Run(0, "outcome_only", 0, {"in_domain": .25, "ood": .125}),
+                                   Run(0, "outcome_only", 1, {"in_domain": .5, "ood": .125}),
+                                   Run(0, "oracle@0.9", 0, {"in_domain": .625, "ood": .375}),
+                                   Run(0, "judge@4x20", 0, {"in_domain": .125, "ood": 0.0})])
+    table = stream_table(runs, ["outcome_only", "oracle@0.9"])
+    assert table["differences"]["oracle@0.9 - outcome_only"]["in_domain"]["per_seed"] == {0: pytest.approx(.25)}
+
+
+def test_two_results_for_one_seed_arm_and_stream_are_refused(tmp_path):
+    # e.g. the same arm and seed from another machine's warm start: they must not be averaged as streams
+    first, other = tmp_path / "xeon", tmp_path / "epyc"
+    _write_run(first, 0, "oracle@0.9", "policy", 0, 5, 3)
+    _write_run(other, 0, "oracle@0.9", "policy", 0, 4, 3)
+    with pytest.raises(ValueError, match="two results for seed 0, arm oracle@0.9, stream 0"):
+        read_runs([first, other])
