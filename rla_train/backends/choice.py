@@ -39,6 +39,10 @@ __all__ = ["ChoiceBackend", "Choice", "decoder_of", "admissible_from_prompt", "S
 
 SCORING_METHODS = ("packed", "cache", "full")
 
+COMMAND_IDS_CACHE = 65_536
+"""Most distinct commands whose token ids a :class:`ChoiceBackend` keeps (an env's commands recur every turn: their
+tokenization was ~7% of a co-training step's time); past it the cache starts again."""
+
 SCORE_REDUCTIONS = ("sum", "mean")
 """How a candidate's token log-probabilities make its score: summed (the sequence log-likelihood) or averaged."""
 
@@ -158,6 +162,7 @@ class ChoiceBackend:
         self.end_id = int(end)
         self.last_choices: list[Choice] = []
         self.forward_passes = 0
+        self._command_ids: dict[str, tuple[int, ...]] = {}
 
     # ------------------------------------------------------------------------------------ interface
     def render(self, prompt: Prompt) -> str:
@@ -214,9 +219,15 @@ class ChoiceBackend:
         """A command's token ids as the model would generate them: its tokens as plain text, then end-of-turn.
 
         A command comes from the env: a control-token string in it (``<|im_end|>``) is encoded as text,
-        so the only end-of-turn token is the one appended here.
+        so the only end-of-turn token is the one appended here. Each command is tokenized once (a fresh list is
+        returned every call; at most :data:`COMMAND_IDS_CACHE` commands are kept).
         """
-        return text_token_ids(self.backend.tokenizer, command) + [self.end_id]
+        ids = self._command_ids.get(command)
+        if ids is None:
+            if len(self._command_ids) >= COMMAND_IDS_CACHE:
+                self._command_ids.clear()
+            ids = self._command_ids[command] = (*text_token_ids(self.backend.tokenizer, command), self.end_id)
+        return list(ids)
 
     def unique_token_logprobs(self, prompt_ids: Sequence[list[int]],
                               candidate_ids: Sequence[Sequence[list[int]]]) -> list[list[list[float]]]:
@@ -299,32 +310,35 @@ class ChoiceBackend:
         import torch
 
         model, pad = self.backend.model, self.backend.pad_id
-        widths = [len(p) + sum(map(len, cs)) for p, cs in zip(prompts, candidates)]
-        width = max(widths)
-        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-        positions = torch.zeros((len(prompts), width), dtype=torch.long)
-        segments = torch.full((len(prompts), width), -1, dtype=torch.long)  # -1 pad, 0 prompt, j + 1 candidate j
+        width = max(len(p) + sum(map(len, cs)) for p, cs in zip(prompts, candidates))
+        # built as lists, one tensor each at the end: per-candidate tensors and slice copies cost more than the rows
+        ids, positions, segments = [], [], []  # segments: -1 pad, 0 prompt, j + 1 candidate j
         where, targets, owners = [], [], []  # per candidate token: the predicting position, the token, its row
         for row, (prompt, cands) in enumerate(zip(prompts, candidates)):
-            ids[row, :len(prompt)] = torch.tensor(prompt)
-            positions[row, :len(prompt)] = torch.arange(len(prompt))
-            segments[row, :len(prompt)] = 0
+            row_ids, row_positions, row_segments = list(prompt), list(range(len(prompt))), [0] * len(prompt)
             at = len(prompt)
             for j, tokens in enumerate(cands):
-                ids[row, at:at + len(tokens)] = torch.tensor(tokens)
-                positions[row, at:at + len(tokens)] = torch.arange(len(prompt), len(prompt) + len(tokens))
-                segments[row, at:at + len(tokens)] = j + 1
+                row_ids.extend(tokens)
+                row_positions.extend(range(len(prompt), len(prompt) + len(tokens)))
+                row_segments.extend([j + 1] * len(tokens))
                 # token 0 is predicted by the prompt's last position, token t > 0 by the one before it
                 where.extend([len(prompt) - 1] + list(range(at, at + len(tokens) - 1)))
                 targets.extend(tokens)
                 owners.extend([row] * len(tokens))
                 at += len(tokens)
+            padding = width - at
+            ids.append(row_ids + [pad] * padding)
+            positions.append(row_positions + [0] * padding)
+            segments.append(row_segments + [-1] * padding)
+        ids, positions = torch.tensor(ids, dtype=torch.long), torch.tensor(positions, dtype=torch.long)
+        segments = torch.tensor(segments, dtype=torch.long)
         query, key = segments.unsqueeze(2), segments.unsqueeze(1)
         causal = torch.ones(width, width, dtype=torch.bool).tril()
         allowed = causal & (key >= 0) & ((key == 0) | (key == query))
         allowed |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves (no all-masked rows)
         dtype = next(model.parameters()).dtype
-        mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min).unsqueeze(1)
+        mask = torch.where(allowed, torch.tensor(0, dtype=dtype), torch.tensor(torch.finfo(dtype).min, dtype=dtype))
+        mask = mask.unsqueeze(1)
         device = model.device
         # the decoder's hidden states, then the output head on the scored positions only (not rows x width x vocab)
         hidden = decoder_of(model)(input_ids=ids.to(device), attention_mask=mask.to(device),

@@ -148,3 +148,21 @@ def test_mean_score_divides_each_candidates_log_likelihood_by_its_token_count(ti
                                                         abs=1e-4)
     with pytest.raises(ValueError, match="score must be one of"):
         ChoiceBackend(tiny_backend, score="max")
+
+
+def test_each_command_is_tokenized_once_and_callers_get_their_own_list(tiny_backend, monkeypatch):
+    import rla_train.backends.choice as choice_module
+
+    calls = []
+    tokenize = choice_module.text_token_ids
+    monkeypatch.setattr(choice_module, "text_token_ids", lambda tok, text: calls.append(text) or tokenize(tok, text))
+    monkeypatch.setattr(choice_module, "COMMAND_IDS_CACHE", 2)
+    backend = ChoiceBackend(tiny_backend)
+    expected = {c: tokenize(tiny_backend.tokenizer, c) + [backend.end_id] for c in COMMANDS[:3]}
+    first = backend.command_ids(COMMANDS[0])
+    first.append(-1)                                   # a caller's edit does not reach the cache
+    assert backend.command_ids(COMMANDS[0]) == expected[COMMANDS[0]] and calls == [COMMANDS[0]]
+    assert backend.command_ids(COMMANDS[1]) == expected[COMMANDS[1]] and len(calls) == 2
+    # past the bound the cache starts again: the ids stay right, the command is tokenized anew
+    assert backend.command_ids(COMMANDS[2]) == expected[COMMANDS[2]]
+    assert backend.command_ids(COMMANDS[0]) == expected[COMMANDS[0]] and calls.count(COMMANDS[0]) == 2
