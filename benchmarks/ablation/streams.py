@@ -30,10 +30,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from benchmarks.ablation.arms import ARMS
 from benchmarks.ablation.real import episode_outcomes
 from benchmarks.ablation.stats import seed_differences
 
-__all__ = ["Run", "read_runs", "stream_table", "format_streams", "main"]
+__all__ = ["Run", "replicated_arm", "read_runs", "stream_table", "format_streams", "main"]
 
 SPLITS = ("in_domain", "ood")
 
@@ -55,8 +56,11 @@ def _rate(evaluation: Mapping[str, Any] | None, where: Path) -> float:
     return float(np.mean(outcomes))
 
 
-CONTROL_ARM = ("control", "outcome_only")
-"""The noise control arm's directory name and the arm it replicates (``outcome_only`` on another stream)."""
+def replicated_arm(name: str) -> str:
+    """The arm a run of arm ``name`` is a stream of: an arm that :data:`~benchmarks.ablation.arms.ARMS` defines as another
+    arm's mode on another training stream (``control``: ``outcome_only`` on stream 1) counts as that arm."""
+    arm = ARMS.get(name)
+    return arm.mode if arm is not None and arm.training_stream and arm.mode in ARMS else name
 
 
 def read_runs(directories: Sequence[str | Path]) -> list[Run]:
@@ -74,8 +78,7 @@ def read_runs(directories: Sequence[str | Path]) -> list[Run]:
             config = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
             train = config.get("train") or {}
             summary, ood = json.loads(summary_path.read_text()), json.loads(ood_path.read_text())
-            arm = run_dir.name.removeprefix("arm-")
-            run = Run(int(train["seed"]), CONTROL_ARM[1] if arm == CONTROL_ARM[0] else arm,
+            run = Run(int(train["seed"]), replicated_arm(run_dir.name.removeprefix("arm-")),
                       int(train.get("training_stream") or 0),
                       {"in_domain": _rate(summary.get("after"), summary_path),
                        "ood": _rate(ood.get("before"), ood_path)})
