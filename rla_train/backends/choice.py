@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from rla_train.backends.base import Generation, Prompt, Sample, SamplingParams, check_prompts, is_chat
 from rla_train.backends.control_tokens import text_token_ids
 from rla_train.backends.hf import eval_mode
 
-__all__ = ["ChoiceBackend", "Choice", "decoder_of", "admissible_from_prompt", "SCORING_METHODS", "SCORE_REDUCTIONS"]
+__all__ = ["ChoiceBackend", "Choice", "decoder_of", "admissible_from_prompt", "score_each_state_once", "SCORING_METHODS",
+           "SCORE_REDUCTIONS"]
 
 SCORING_METHODS = ("packed", "cache", "full")
 
@@ -50,11 +52,35 @@ _LISTING = re.compile(r"\n\nAdmissible actions: (?P<flat>[^\n]*)\n"
                       r"|\n\nAdmissible actions:\n(?P<numbered>(?:\d+\. [^\n]*\n?)+)")
 
 
+T = TypeVar("T")
+
+
 def decoder_of(model):
     """The decoder stack of a causal LM (its hidden states, before the output head); through a peft adapter's
     wrapper too, whose ``base_model`` is peft's tuner, not the decoder (the adapter's layers stay active)."""
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     return inner.base_model
+
+
+def score_each_state_once(prompt_ids: Sequence[list[int]], candidate_ids: Sequence[Sequence[list[int]]],
+                          score: Callable[[list, list], list[T]]) -> list[T]:
+    """``score(prompts, candidates)`` called on each distinct (prompt, candidates) pair once, in the order each
+    first occurs; its results handed back for every pair in input order (a repeated state shares one result).
+
+    >>> calls = []
+    >>> score_each_state_once([[1], [2], [1]], [[[5]], [[6]], [[5]]], lambda p, c: calls.append(p) or p)
+    [[1], [2], [1]]
+    >>> calls
+    [[[1], [2]]]
+    """
+    keys = [(tuple(p), tuple(map(tuple, cs))) for p, cs in zip(prompt_ids, candidate_ids)]
+    first: dict = {}
+    for index, key in enumerate(keys):
+        first.setdefault(key, index)
+    unique = list(first.values())
+    scored = score([prompt_ids[i] for i in unique], [candidate_ids[i] for i in unique])
+    by_key = {keys[i]: result for i, result in zip(unique, scored)}
+    return [by_key[key] for key in keys]
 
 
 def admissible_from_prompt(prompt: Prompt) -> list[str]:
@@ -232,14 +258,7 @@ class ChoiceBackend:
     def unique_token_logprobs(self, prompt_ids: Sequence[list[int]],
                               candidate_ids: Sequence[Sequence[list[int]]]) -> list[list[list[float]]]:
         """:meth:`token_logprobs`, scoring each distinct (prompt, candidates) pair once (the same numbers)."""
-        keys = [(tuple(p), tuple(map(tuple, cs))) for p, cs in zip(prompt_ids, candidate_ids)]
-        first: dict = {}
-        for index, key in enumerate(keys):
-            first.setdefault(key, index)
-        unique = list(first.values())
-        scored = self.token_logprobs([prompt_ids[i] for i in unique], [candidate_ids[i] for i in unique])
-        by_key = {keys[i]: result for i, result in zip(unique, scored)}
-        return [by_key[key] for key in keys]
+        return score_each_state_once(prompt_ids, candidate_ids, self.token_logprobs)
 
     def token_logprobs(self, prompt_ids: Sequence[list[int]],
                        candidate_ids: Sequence[Sequence[list[int]]]) -> list[list[list[float]]]:

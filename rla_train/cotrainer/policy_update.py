@@ -60,7 +60,7 @@ import torch
 from datasets import Dataset
 from trl import GRPOTrainer
 
-from rla_train.backends.choice import ChoiceBackend
+from rla_train.backends.choice import ChoiceBackend, score_each_state_once
 from rla_train.backends.hf import TransformersBackend
 from rla_train.cotrainer.distributed import Ranks, aligned_micro_batches
 from rla_train.signals.samples import Sample
@@ -562,14 +562,9 @@ class SampleTrainer(GRPOTrainer):
             return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
                                                               *args, **kwargs)
         rows = self._choice_rows
-        keys = [(tuple(p), tuple(map(tuple, c))) for p, c, _ in rows]
-        first: dict[tuple, int] = {}
-        for index, key in enumerate(keys):
-            first.setdefault(key, index)
-        unique = list(first.values())
-        scored = self._scorer.packed_token_logprobs([rows[i][0] for i in unique], [rows[i][1] for i in unique])
-        by_key = {keys[i]: candidates for i, candidates in zip(unique, scored)}
-        scores = [by_key[key] for key in keys]  # a state that occurs twice is scored once (its gradient adds up)
+        # a state that occurs twice is scored once (its gradient adds up)
+        scores = score_each_state_once([p for p, _, _ in rows], [c for _, c, _ in rows],
+                                       self._scorer.packed_token_logprobs)
         logps, entropies, distributions = [], [], []
         for (_, _, chosen), candidates in zip(rows, scores):
             # the distribution the choice was sampled from: softmax(scores / T) (ChoiceBackend, VerdictChoiceBackend)
