@@ -18,8 +18,9 @@ searching expert's, half the seed's warm-started policy's) for K steps, as the m
 ``judge@ExK-linear`` decays the warm start's learning rate linearly to 0 (``reward_model.warm_start_schedule=linear``,
 what gate C's largest warm start, ``judge@1296x32000-linear``, takes); ``judge+reward@ExK[-linear]`` is the same
 judge co-trained beside the policy (``train.mode=policy+reward``, the reward model's objective as configured:
-``labelled_balanced`` by default), to keep it right on the states the moving policy reaches; set their other options
-(the label rule, the learning rate) with ``--set``. The synthetic family has no warm
+``labelled_balanced`` by default), to keep it right on the states the moving policy reaches; ``judge+reward+env@ExK[-linear]``
+adds the environment's adaptation (``train.mode=policy+reward+env``: the full method with that judge), so that Table 1's
+arms can all run with one warm-started judge; set their other options (the label rule, the learning rate) with ``--set``. The synthetic family has no warm
 start: there it is the ``policy`` arm.
 """
 
@@ -124,14 +125,16 @@ def oracle_arm(name: str) -> Arm | None:
     return Arm(name, "policy", judge="noisy_oracle", oracle_accuracy=value, oracle_noise=noise or "independent")
 
 
-JUDGE_ARM_MODES = {"judge": "policy", "judge+reward": "policy+reward"}
-"""The learned-judge arms' prefixes and their ``train.mode``: the judge only votes, or it is co-trained as well."""
+JUDGE_ARM_MODES = {"judge": "policy", "judge+reward": "policy+reward", "judge+reward+env": "policy+reward+env"}
+"""The learned-judge arms' prefixes and their ``train.mode``: the judge only votes, or it is co-trained as well, or
+the tasks are rewritten too (Table 1's order with one judge)."""
 
 
 def judge_arm(name: str) -> Arm | None:
     """The arm ``judge@ExK`` (mode ``policy``, a judge the arm warm-starts on E labelled episodes for K steps, both
     whole numbers > 0 written without leading zeros), or ``judge@ExK-linear`` (its learning rate decaying linearly
-    to 0); ``judge+reward@...`` the same judge co-trained with the policy (mode ``policy+reward``); or None."""
+    to 0); ``judge+reward@...`` the same judge co-trained with the policy (mode ``policy+reward``);
+    ``judge+reward+env@...`` the full method with it (mode ``policy+reward+env``); or None."""
     prefix, _, size = name.partition("@")
     size, dash, schedule = size.partition("-")
     episodes, _, steps = size.partition("x")

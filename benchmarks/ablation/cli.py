@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                              f"Known: {', '.join(ARMS)}, oracle@A for any judge accuracy A in [0, 1] (oracle@A-persistent: "
                              f"its errors on the same steps on every visit), and "
                              f"judge@ExK[-linear] for a learned judge the arm warm-starts on E labelled episodes for "
-                             f"K steps (judge+reward@ExK[-linear]: co-trained with the policy)")
+                             f"K steps (judge+reward@ExK[-linear]: co-trained with the policy; judge+reward+env@ExK[-linear]: "
+                             f"and the tasks rewritten, the full method)")
     parser.add_argument("--seeds", type=int, default=None, help="real-stack seeds 0..N-1, each with its own shared warm "
                                                                 "start (default 3; --quick 1)")
     parser.add_argument("--seed-list", type=int, nargs="+", default=None, metavar="SEED",

@@ -343,7 +343,11 @@ def test_a_learned_judge_arm_warm_starts_a_judge_of_its_own(tmp_path, monkeypatc
     [cotrained] = get_arms(["judge+reward@1296x32000-linear"])
     assert cotrained.mode == "policy+reward" and cotrained.trains_judge and not cotrained.adapts_env
     assert cotrained.overrides() == ["train.mode=policy+reward", *linear.overrides()[1:]]
-    for bad in ("judge+env@144x300", "judge+reward@144", "+reward@144x300", "judge+reward+env@144x300",
+    [full] = get_arms(["judge+reward+env@1296x32000-linear"])
+    assert full.mode == "policy+reward+env" and full.trains_judge and full.adapts_env and full.uses_judge
+    assert full.overrides() == ["train.mode=policy+reward+env", *linear.overrides()[1:]]
+    for bad in ("judge+env@144x300", "judge+reward@144", "+reward@144x300", "judge+env+reward@144x300",
+                "judge+reward+env+env@144x300", "judge+reward+env@144",
                 "judge@144", "judge@0x300", "judge@144x030", "judge@-1x3", "judge@axb", "judge@144x300x2", "judge@\u00b2x3",
                 "judge@144x300-", "judge@144x300-cosine", "judge@144x300-linear-linear", "judge@-linear"):
         with pytest.raises(ValueError, match="unknown arm"):
