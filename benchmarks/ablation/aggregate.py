@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.ablation.arms import ORDERED
+from benchmarks.ablation.arms import table1_order
 from benchmarks.ablation.stats import (cochran_armitage, mcnemar_exact, mean_interval, minimum_detectable_difference,
                                        paired_difference, paired_minimum_detectable_difference)
 
@@ -36,14 +36,15 @@ own start, paired per seed on the same episodes (gate A: RL moves the policy).""
 
 
 def comparisons(arm_names: Sequence[str]) -> list[tuple[str, str]]:
-    """Pairs (A, B) to test: every arm against the warm start (when it is a row), neighbours along Table 1's order,
-    then every other arm against ``outcome_only``."""
-    ordered = [name for name in ORDERED if name in arm_names]
+    """Pairs (A, B) to test: every arm against the warm start (when it is a row), neighbours along Table 1's order
+    (:func:`~benchmarks.ablation.arms.table1_order`), then every arm not yet tested against ``outcome_only`` against
+    it (the control arm among them)."""
+    ordered = table1_order(arm_names)
     pairs = [(WARM_START, name) for name in arm_names if name != WARM_START] if WARM_START in arm_names else []
     pairs += list(zip(ordered, ordered[1:]))
     if "outcome_only" in arm_names:
-        pairs += [("outcome_only", name) for name in arm_names
-                  if name not in ordered and name != WARM_START]  # the control arm among them
+        pairs += [("outcome_only", name) for name in arm_names if name not in ("outcome_only", WARM_START)
+                  and ("outcome_only", name) not in pairs]
     return pairs
 
 
@@ -112,7 +113,7 @@ def build_table(results: Sequence[Mapping], arm_names: Sequence[str]) -> dict[st
             if test is not None:
                 paired.append({"a": a, "b": b, "split": split, **test})
     trend, mdd = {}, {}
-    ordered = [name for name in ORDERED if name in arm_names]
+    ordered = table1_order(arm_names)
     for split in SPLITS:
         present = [name for name in ordered if split in rows[name]]
         if len(present) >= 2:

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 from rla_train.config.fields import MODES
 
-__all__ = ["Arm", "ARMS", "ORDERED", "DEFAULT_ARMS", "QUICK_ARMS", "get_arms", "oracle_arm", "judge_arm"]
+__all__ = ["Arm", "ARMS", "ORDERED", "DEFAULT_ARMS", "QUICK_ARMS", "get_arms", "oracle_arm", "judge_arm",
+           "table1_order"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,25 @@ def judge_arm(name: str) -> Arm | None:
         return None
     return Arm(name, JUDGE_ARM_MODES[prefix], judge_warm_start=(int(episodes), int(steps)),
                judge_warm_start_schedule=schedule or None)
+
+
+def table1_order(arm_names: Sequence[str]) -> list[str]:
+    """The arms named that stand along Table 1's order, in that order: ``outcome_only < policy < policy+reward <
+    policy+reward+env`` where any of the last three is named; otherwise, when the learned-judge arms named share one
+    judge warm start S, ``outcome_only < judge@S < judge+reward@S < judge+reward+env@S`` (the same order with the arm's
+    own judge). Judges of different warm starts are not one order: then only ``outcome_only`` stands on it.
+
+    >>> table1_order(["judge+reward@9x9", "outcome_only", "judge@9x9", "oracle@0.9"])
+    ['outcome_only', 'judge@9x9', 'judge+reward@9x9']
+    >>> table1_order(["outcome_only", "judge@9x9", "judge@4x4"])
+    ['outcome_only']
+    """
+    if any(name in arm_names for name in ORDERED[1:]):
+        return [name for name in ORDERED if name in arm_names]
+    judges = {name: arm for name in arm_names if (arm := judge_arm(name)) is not None}
+    warm_starts = {name.partition("@")[2] for name in judges}
+    by_mode = {arm.mode: name for name, arm in judges.items()} if len(warm_starts) == 1 else {}
+    return [name for name in ("outcome_only", *(by_mode.get(mode) for mode in ORDERED[1:])) if name in arm_names]
 
 
 def get_arms(names: Sequence[str] | None) -> list[Arm]:

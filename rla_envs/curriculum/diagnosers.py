@@ -3,7 +3,7 @@
 A diagnoser is anything with
 ``diagnose(task, trajectories) -> list[str]``; :class:`RuleDiagnoser` needs no model::
 
-    >>> RuleDiagnoser().diagnose(task, failed_runs)
+    RuleDiagnoser().diagnose(task, failed_runs)
     ['3/4 failed runs ran out of steps (50 steps)', '2/4 failed runs never took the apple', ...]
 
 The reward-model diagnoser lives with the co-trainer (``rla_train``); it implements the same protocol.

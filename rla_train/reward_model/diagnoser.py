@@ -4,7 +4,7 @@
 :class:`~rla_envs.curriculum.diagnosers.Diagnoser` protocol, so the LLM rewriter can read why a task's
 runs fail::
 
-    >>> RewardModelDiagnoser(RewardModel(backend)).diagnose(task, runs)
+    RewardModelDiagnoser(RewardModel(backend)).diagnose(task, runs)
     ["3/4 failed runs: step judged bad by all 3 judgments: 'go to countertop 1' — the apple is in the fridge, ...",
      ...]
 

@@ -38,7 +38,15 @@ def test_unknown_arm_names_the_closest_and_arm_overrides_select_the_judge():
     assert ARMS["oracle@0.8"].overrides() == ["train.mode=policy", "reward_model.kind=noisy_oracle",
                                               "reward_model.oracle_accuracy=0.8"]
     assert comparisons(["outcome_only", "policy", "policy+reward+env", "oracle@0.5"]) == [
-        ("outcome_only", "policy"), ("policy", "policy+reward+env"), ("outcome_only", "oracle@0.5")]
+        ("outcome_only", "policy"), ("policy", "policy+reward+env"), ("outcome_only", "policy+reward+env"),
+        ("outcome_only", "oracle@0.5")]
+    judges = ["outcome_only", "judge@9x9-linear", "judge+reward+env@9x9-linear", "judge+reward@9x9-linear", "control"]
+    assert comparisons(judges) == [  # Table 1's order with one learned judge, whatever order the arms are named in
+        ("outcome_only", "judge@9x9-linear"), ("judge@9x9-linear", "judge+reward@9x9-linear"),
+        ("judge+reward@9x9-linear", "judge+reward+env@9x9-linear"), ("outcome_only", "judge+reward+env@9x9-linear"),
+        ("outcome_only", "judge+reward@9x9-linear"), ("outcome_only", "control")]
+    assert comparisons(["outcome_only", "judge@9x9", "judge+reward@4x4"]) == [  # two judges: no order between them
+        ("outcome_only", "judge@9x9"), ("outcome_only", "judge+reward@4x4")]
 
 
 def test_synthetic_family_mutations_move_difficulty_the_intended_way():
