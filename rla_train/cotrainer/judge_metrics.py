@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rla_envs.core.files import atomic_write_json
-from rla_train.cotrainer.run_dir import PROBE_POLICY_FILE
+from rla_train.cotrainer.run_dir import PROBE_POLICY_FILE, RunDirError
 
 __all__ = ["oracle_labels", "judge_step_metrics", "extend_probe", "load_probe_extension", "judge_summary",
            "record_step", "PROBE_POLICY_FILE"]
@@ -106,16 +106,28 @@ def extend_probe(rm_probe, run_dir: Path, policy, agent, *, episodes: int, seed:
     return load_probe_extension(rm_probe, run_dir)
 
 
-def load_probe_extension(rm_probe, run_dir: Path) -> int:
-    """Put the policy's probe steps saved in ``run_dir`` back into ``rm_probe`` (a resumed run); returns how many."""
+def load_probe_extension(rm_probe, run_dir: Path, expected: int | None = None) -> int:
+    """Put the policy's probe steps saved in ``run_dir`` back into ``rm_probe`` (a resumed run); returns how many.
+
+    ``expected``: how many the fresh run added (its history's ``rm_probe_policy_steps``, 0 when it added none). A
+    resumed run whose file is missing or holds another number of steps (its checkpoints copied without the file
+    beside them) raises :class:`~rla_train.cotrainer.run_dir.RunDirError`, naming the file: the probe after
+    co-training would not be the probe it is compared with.
+    """
     import json
 
     from rla_train.reward_model.probe import steps_from_json
 
     path = Path(run_dir) / PROBE_POLICY_FILE
-    if rm_probe is None or not path.is_file():
+    if rm_probe is None:
         return 0
-    steps = steps_from_json(json.loads(path.read_text()))
+    steps = steps_from_json(json.loads(path.read_text())) if path.is_file() else []
+    if expected is not None and len(steps) != expected:
+        raise RunDirError(
+            f"{path}: the fresh run added {expected} of the policy's steps to the reward model's probe, and "
+            f"{'the file is missing' if not path.is_file() else f'the file holds {len(steps)}'}; the probe after "
+            f"co-training would not be the one it is compared with. Copy the file from the run that made the "
+            f"checkpoint (it sits beside checkpoints/), or start the run afresh")
     rm_probe.probe = rm_probe.probe.extended(steps)
     return len(steps)
 

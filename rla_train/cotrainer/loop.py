@@ -487,7 +487,8 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
     try:
         if checkpoint is not None:
             step, history = _restore(checkpoint, parts, ranks)
-            load_probe_extension(parts.rm_probe, run_dir)  # the policy's probe steps the fresh run played
+            if ranks.is_main:  # the policy's probe steps the fresh run played, as many as it recorded
+                load_probe_extension(parts.rm_probe, run_dir, expected=history.get("rm_probe_policy_steps", 0))
             parts.policy_trainer.sync_generation_weights()  # a vLLM engine still holds the initial weights
         else:
             step, history = 0, {}

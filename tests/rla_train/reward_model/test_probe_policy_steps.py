@@ -12,6 +12,7 @@ import pytest
 
 from rla_train.backends.scripted import ScriptedBackend
 from rla_train.cotrainer.judge_metrics import PROBE_POLICY_FILE, extend_probe, load_probe_extension
+from rla_train.cotrainer.run_dir import RunDirError
 from rla_train.reward_model.oracle import NoisyOracleJudge
 from rla_train.reward_model.probe import (POLICY_SOURCE, build_probe, policy_probe_steps, probe_reward_model,
                                           steps_from_json, steps_to_json)
@@ -55,6 +56,14 @@ def test_the_policys_probe_steps_are_kept_in_the_run_dir_and_a_resume_reads_the_
     assert load_probe_extension(resumed, tmp_path) == 6
     assert [key(s) for s in resumed.probe.steps] == [key(s) for s in fresh.probe.steps]
     assert load_probe_extension(SimpleNamespace(probe=probe), tmp_path / "elsewhere") == 0  # nothing saved there
+    assert load_probe_extension(SimpleNamespace(probe=probe), tmp_path / "elsewhere", expected=0) == 0
+    assert load_probe_extension(SimpleNamespace(probe=probe), tmp_path, expected=6) == 6
+    # a run's checkpoints copied without the file beside them, or another run's file: refused, naming the file
+    with pytest.raises(RunDirError, match="added 6 .* the file is missing"):
+        load_probe_extension(SimpleNamespace(probe=probe), tmp_path / "elsewhere", expected=6)
+    with pytest.raises(RunDirError, match="added 3 .* the file holds 6"):
+        load_probe_extension(SimpleNamespace(probe=probe), tmp_path, expected=3)
+    assert load_probe_extension(None, tmp_path / "elsewhere", expected=6) == 0  # no probe on this rank or run
     # at most one episode per probe game: 5 asked, 2 games, 2 played; 1 asked: the first game's 1 bad + 2 good steps
     assert extend_probe(SimpleNamespace(probe=probe), tmp_path / "five", scripted_policy(), None, episodes=5, seed=0,
                         max_steps=4, split="train") == 6
