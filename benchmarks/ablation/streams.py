@@ -186,9 +186,11 @@ def format_streams(table: Mapping[str, Any]) -> str:
             if not row.get("per_seed"):
                 continue
             per_seed = ", ".join(_points(v) for v in row["per_seed"].values())
-            count = f"{row['n']} seeds" + (f", {row['warm_starts']} warm starts" if row["warm_starts"] != row["n"] else "")
-            lines.append(f"| {name} | {split} | {per_seed} | {_points(row['mean'])} "
-                         f"[{_points(row['ci_low'])}, {_points(row['ci_high'])}] ({count}) |")
+            count = f"{row['n']} seed{'s' * (row['n'] != 1)}" + (
+                f", {row['warm_starts']} warm starts" if row["warm_starts"] != row["n"] else "")
+            interval = ("no interval" if row["n"] == 1 else  # one seed: nothing to read the noise from
+                        f"{_points(row['ci_low'])}, {_points(row['ci_high'])}")
+            lines.append(f"| {name} | {split} | {per_seed} | {_points(row['mean'])} [{interval}] ({count}) |")
     return "\n".join(lines)
 
 

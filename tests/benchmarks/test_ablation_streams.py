@@ -53,6 +53,8 @@ def test_streams_are_averaged_within_a_seed_and_the_seed_is_the_unit(tmp_path):
     text = format_streams(table)
     assert "seed 0: 25.0, 50.0, 37.5 (37.5)" in text and "+25.0 [+25.0, +25.0] (2 seeds)" in text
     assert "| gigpo | in_domain | seed 0: 62.5 (62.5); seed 1: 37.5 (37.5) | n/a |" in text
+    one_seed = format_streams(stream_table([run for run in runs if run.seed == 0], ["outcome_only", "gigpo"]))
+    assert "| gigpo - outcome_only | in_domain | +25.0 | +25.0 [no interval] (1 seed) |" in one_seed
 
 
 def test_the_command_line_prints_and_writes_the_table(tmp_path, capsys):
