@@ -160,7 +160,7 @@ def table1_order(arm_names: Sequence[str]) -> list[str]:
     if any(name in arm_names for name in ORDERED[1:]):
         return [name for name in ORDERED if name in arm_names]
     judges = {name: arm for name in arm_names if (arm := judge_arm(name)) is not None}
-    warm_starts = {name.partition("@")[2] for name in judges}
+    warm_starts = {(arm.judge_warm_start, arm.judge_warm_start_schedule) for arm in judges.values()}
     by_mode = {arm.mode: name for name, arm in judges.items()} if len(warm_starts) == 1 else {}
     return [name for name in ("outcome_only", *(by_mode.get(mode) for mode in ORDERED[1:])) if name in arm_names]
 

@@ -121,11 +121,12 @@ def load_probe_extension(rm_probe, run_dir: Path, expected: int | None = None) -
     path = Path(run_dir) / PROBE_POLICY_FILE
     if rm_probe is None:
         return 0
-    steps = steps_from_json(json.loads(path.read_text())) if path.is_file() else []
+    saved = path.is_file()
+    steps = steps_from_json(json.loads(path.read_text())) if saved else []
     if expected is not None and len(steps) != expected:
         raise RunDirError(
             f"{path}: the fresh run added {expected} of the policy's steps to the reward model's probe, and "
-            f"{'the file is missing' if not path.is_file() else f'the file holds {len(steps)}'}; the probe after "
+            f"{f'the file holds {len(steps)}' if saved else 'the file is missing'}; the probe after "
             f"co-training would not be the one it is compared with. Copy the file from the run that made the "
             f"checkpoint (it sits beside checkpoints/), or start the run afresh")
     rm_probe.probe = rm_probe.probe.extended(steps)
