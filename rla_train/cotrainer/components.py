@@ -30,7 +30,7 @@ from rla_train.cotrainer.play_setup import (PROBE_SEED_OFFSET, build_agent, buil
 from rla_train.cotrainer.policy_update import SampleTrainer
 from rla_train.reward_model import RewardModelDiagnoser
 from rla_train.reward_model.probe import build_probe, probe_reward_model
-from rla_train.rollout.engine import RolloutEngine
+from rla_train.rollout.engine import RolloutEngine, SamplingStream
 
 __all__ = ["Components", "build_components", "load_model", "EngineMeasure", "grpo_args", "vllm_args", "policy_sampling"]
 
@@ -65,14 +65,24 @@ class Components:
             self.probe_engine.close()
 
 
+VALIDATION_STREAM = 1
+"""The sampling stream (:class:`~rla_train.rollout.engine.SamplingStream` index) of the pool's validation rollouts."""
+
+
 class EngineMeasure:
-    """``measure(task, n)`` for the task pool: ``n`` rollouts of ``task`` with the current policy, 1.0 per win."""
+    """``measure(task, n)`` for the task pool: ``n`` rollouts of ``task`` with the current policy, 1.0 per win.
+
+    The rollouts sample on a stream of their own (``stream``, index :data:`VALIDATION_STREAM` of the engine's
+    seed; its ``turns`` are saved on checkpoints), so a rewrite round leaves the training rollouts' draws as they
+    would have been without it: the env arm differs from the arm without it only by the rewritten tasks it plays.
+    """
 
     def __init__(self, engine):
         self.engine = engine
+        self.stream = SamplingStream(engine.seed, index=VALIDATION_STREAM)
 
     def __call__(self, task, n: int) -> list[float]:
-        return [float(e.won) for e in self.engine.run([task], group_size=n, desc="measure")]
+        return [float(e.won) for e in self.engine.run([task], group_size=n, desc="measure", stream=self.stream)]
 
 
 def vllm_args(policy) -> dict[str, Any]:

@@ -290,6 +290,7 @@ def _state(parts, step: int, history: dict) -> dict[str, Any]:
             "engine_turns": parts.engine.turns, "eval_engine_turns": parts.eval_engine.turns,
             "judge": parts.reward_model.state_dict() if hasattr(parts.reward_model, "state_dict") else None,
             "feeder": {"episodes_since_adapt": feeder.episodes_since_adapt,
+                       "validation_turns": feeder.measure.stream.turns,
                        "failures": {k: [t.to_dict() for t in v] for k, v in feeder.failures.items()}}}
 
 
@@ -336,6 +337,8 @@ def _restore(checkpoint: Path, parts, ranks: Ranks = ONE_PROCESS) -> tuple[int, 
     feeder = parts.feeder
     feeder.pool = TaskPool.load(checkpoint / "pool.json")
     feeder.episodes_since_adapt = states["feeder"]["episodes_since_adapt"]
+    # a checkpoint from before the validation rollouts had their own stream: they start it (not exactly as then)
+    feeder.measure.stream.turns = states["feeder"].get("validation_turns", 0)
     feeder.failures = {k: deque([Trajectory.from_dict(t) for t in v], maxlen=feeder.keep_failures)
                        for k, v in states["feeder"]["failures"].items()}
     restore_rng(checkpoint)

@@ -37,7 +37,7 @@ from rla_train.rollout.envs import EnvFailure, EnvSpec
 from rla_train.rollout.workers import make_env_slots
 from rla_train.rollout.episode import Episode, StepRecord
 
-__all__ = ["RolloutEngine", "RolloutStats"]
+__all__ = ["RolloutEngine", "RolloutStats", "SamplingStream"]
 
 
 @dataclass
@@ -60,6 +60,37 @@ class RolloutStats:
     def overhead_seconds(self) -> float:
         """Time spent neither generating nor in env calls (prompt building, parsing, bookkeeping)."""
         return max(0.0, self.total_seconds - self.generate_seconds - self.env_seconds)
+
+
+@dataclass
+class SamplingStream:
+    """The sampling seeds of a sequence of generate calls: call ``turns`` of stream ``index`` samples with
+    :meth:`next_seed`, and ``turns`` (saved on checkpoints) says where the stream is.
+
+    Stream 0 is an engine's own rollouts, seeded ``(base * 1_000_003 + t) mod 2**31`` (the seeds the README's figures
+    were made with). A caller whose rollouts must not shift the engine's later draws passes its own stream to
+    :meth:`RolloutEngine.run`: the task pool's validation rollouts play on stream 1, so a rewrite round changes the
+    training rollouts only through the tasks it rewrites. Streams other than 0 draw from
+    ``SeedSequence([base, index, t])``: independent of stream 0 and of each other.
+
+    >>> stream = SamplingStream(base=7)
+    >>> stream.next_seed(), stream.next_seed(), stream.turns
+    (7000021, 7000022, 2)
+    >>> SamplingStream(base=7, index=1).next_seed() == SamplingStream(base=7, index=1).next_seed() != 7000021
+    True
+    """
+
+    base: int
+    index: int = 0
+    turns: int = 0
+
+    def next_seed(self) -> int:
+        """The seed of the next generate call (and the stream moves on by one)."""
+        turn, self.turns = self.turns, self.turns + 1
+        if self.index == 0:
+            return (self.base * 1_000_003 + turn) % 2**31
+        entropy = [self.base % 2**64, self.index % 2**64, turn]  # SeedSequence takes non-negative ints
+        return int(np.random.SeedSequence(entropy).generate_state(1)[0]) % 2**31
 
 
 def _lose_on_failure(episode: Episode, action: Any, error: str) -> None:
@@ -86,8 +117,8 @@ class RolloutEngine(ClosesOnExit):
             :class:`~rla_train.rollout.ray_envs.RayEnvs`.
         sampling: the policy's sampling parameters.
         seed: base seed: episode ``k`` of a run resets with ``seed + k`` and generate call ``t`` samples
-            with a seed derived from ``(seed, t)`` unless ``sampling.seed`` is set, so the same seed and
-            the same backend give the same transcripts.
+            with a seed derived from ``(seed, t)`` (the engine's :class:`SamplingStream`, ``engine.stream``)
+            unless ``sampling.seed`` is set, so the same seed and the same backend give the same transcripts.
         progress: show a progress bar over finished episodes.
         env_options: keyword arguments for :class:`EnvSpec` when ``env`` is an id.
     """
@@ -120,11 +151,20 @@ class RolloutEngine(ClosesOnExit):
         self.seed = int(seed)
         self.progress = progress
         self.stats = RolloutStats()
-        self.turns = 0  # generate calls so far: turn t samples with a seed derived from (seed, t); saved on checkpoints
+        self.stream = SamplingStream(self.seed)  # its generate calls' seeds; stream.turns is saved on checkpoints
         slot_options = dict(env_backend_options or {})
         if env_backend == "process" and workers:
             slot_options["start_method"] = start_method
         self._slots = make_env_slots(env, num_envs, workers, backend=env_backend, **slot_options)
+
+    @property
+    def turns(self) -> int:
+        """Generate calls on the engine's own stream so far (turn t samples with a seed derived from (seed, t))."""
+        return self.stream.turns
+
+    @turns.setter
+    def turns(self, value: int) -> None:
+        self.stream.turns = int(value)
 
     # ----------------------------------------------------------------- tasks
     def sample_tasks(self, n: int, *, seed: int | None = None) -> list[Task]:
@@ -138,8 +178,13 @@ class RolloutEngine(ClosesOnExit):
 
     # ----------------------------------------------------------------- rollouts
     def run(self, tasks: Sequence[Task | Mapping[str, Any]], *, group_size: int = 1, seed: int | None = None,
-            desc: str = "rollouts") -> list[Episode]:
-        """Play ``group_size`` episodes of every task (group ``g`` = the rollouts of ``tasks[g]``)."""
+            desc: str = "rollouts", stream: SamplingStream | None = None) -> list[Episode]:
+        """Play ``group_size`` episodes of every task (group ``g`` = the rollouts of ``tasks[g]``).
+
+        ``stream``: the sampling seeds' stream of these rollouts (default the engine's own, ``engine.stream``);
+        a stream of the caller's own leaves the engine's later draws as they would have been without this call.
+        """
+        stream = self.stream if stream is None else stream
         if type(group_size) is not int or group_size < 1:
             raise ValueError(f"group_size must be an int >= 1, got {group_size!r}")
         tasks = [t if isinstance(t, Task) else Task.from_dict(t) for t in tasks]
@@ -155,7 +200,7 @@ class RolloutEngine(ClosesOnExit):
             while pending or live:
                 self._start(episodes, pending, live, free, bar)
                 if live:
-                    self._turn(episodes, live, free, bar)
+                    self._turn(episodes, live, free, bar, stream)
         self.stats.total_seconds += time.perf_counter() - started
         self.stats.episodes += len(episodes)
         return episodes
@@ -182,14 +227,15 @@ class RolloutEngine(ClosesOnExit):
             episode.task_id = str(info.get("task_id", episode.task_id))
             live[slot] = index
 
-    def _turn(self, episodes, live, free, bar) -> None:
+    def _turn(self, episodes, live, free, bar, stream: SamplingStream) -> None:
         """One generate call for every live episode, then one step of every env."""
         slots = list(live)
         prompts = [self.agent.prompt(episodes[live[slot]]) for slot in slots]
         sampling = self.sampling
         if sampling.seed is None:
-            sampling = dataclasses.replace(sampling, seed=(self.seed * 1_000_003 + self.turns) % 2**31)
-        self.turns += 1
+            sampling = dataclasses.replace(sampling, seed=stream.next_seed())
+        else:
+            stream.turns += 1  # counted alike, so a checkpoint's turns mean the same with or without a fixed seed
         started = time.perf_counter()
         generations = self.backend.generate(prompts, n=1, sampling=sampling)
         self.stats.generate_seconds += time.perf_counter() - started

@@ -178,3 +178,41 @@ def test_a_crash_by_the_agents_action_is_trained_on_as_a_wrong_answer():
     assert [round(s.advantage, 3) for s in samples] == [1.0, 1.0, -1.0, -1.0]
     assert group[3].action_error.startswith("step 0 failed: RecursionError") and group[3].error is None
     assert (engine.stats.action_failures, engine.stats.infrastructure_failures) == (1, 0)
+
+
+class SeedRecorder(ScriptedBackend):
+    """A scripted backend that keeps the sampling seed of every generate call."""
+
+    def __init__(self, respond):
+        super().__init__(respond)
+        self.seeds: list[int | None] = []
+
+    def generate(self, prompts, n=1, sampling=None):
+        self.seeds.append(None if sampling is None else sampling.seed)
+        return super().generate(prompts, n, sampling)
+
+
+def test_the_pools_validation_rollouts_leave_the_training_draws_as_they_were(alfworld_tasks):
+    """EngineMeasure samples on a stream of its own: the training rollouts after a validation round get the seeds
+    they would have got without it, the round's seeds are none of theirs, and the stream goes on from round to
+    round (its turns are what a checkpoint saves)."""
+    from rla_train.cotrainer.components import EngineMeasure
+
+    runs = {}
+    for validated in (False, True):
+        backend = SeedRecorder(first_admissible)
+        with RolloutEngine("rla/AlfWorld-v0", backend=backend, num_envs=2, seed=5, progress=False,
+                           env_options={"max_steps": 3}) as engine:
+            training = [engine.run(alfworld_tasks[:2])]
+            calls = len(backend.seeds)
+            measure = EngineMeasure(engine)
+            if validated:
+                assert measure(alfworld_tasks[2], 2) == [0.0, 0.0]  # 3 steps cannot win: measured, lost
+                assert measure(alfworld_tasks[3], 2) == [0.0, 0.0]
+                validation = backend.seeds[calls:]
+                del backend.seeds[calls:]
+            training.append(engine.run(alfworld_tasks[:2]))
+            runs[validated] = (backend.seeds, engine.turns, [[(e.actions, e.observations) for e in r] for r in training])
+    assert runs[True] == runs[False]  # the training draws, counter and transcripts: as if no round had been played
+    assert len(validation) == measure.stream.turns == 6 and len(set(validation)) == 6  # 2 rounds x 3 turns
+    assert not set(validation) & set(runs[False][0])
