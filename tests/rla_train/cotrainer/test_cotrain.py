@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from rla_train.config import MODES, load_config
+from rla_train.cotrainer.checkpoint import load_states
 from tests.rla_envs.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA_CACHE for the session)
 
 SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_level: 2}", "env.train_options={}",
@@ -144,6 +145,9 @@ def test_sigkill_mid_step_then_resume_matches_an_uninterrupted_run(adapters, alf
         a, b = weights(straight / final / role), weights(killed / final / role)
         assert all(torch.equal(a[k], b[k]) for k in a), role
     assert json.loads((straight / final / "pool.json").read_text()) == json.loads((killed / final / "pool.json").read_text())
+    # the pool's validation rollouts' own sampling stream goes on where it was, not from its start
+    turns = [load_states(run / final)["feeder"]["validation_turns"] for run in (straight, killed)]
+    assert turns[0] == turns[1] > 0
 
 
 WARM_START = ["env.options={task_types: [pick_and_place_simple]}", "env.train_options={split: train, n_per_type: 2}",
