@@ -119,7 +119,8 @@ def run_real_phase(args: argparse.Namespace, facts: dict) -> str:
     """Train the arms on the real stack (one shared warm start per seed); write and return its table."""
     from benchmarks.ablation.aggregate import build_table
     from benchmarks.ablation.aggregate import WARM_START
-    from benchmarks.ablation.real import QUICK_OVERRIDES, RealSetup, finished_real_results, run_real, with_warm_start
+    from benchmarks.ablation.real import (QUICK_OVERRIDES, RealSetup, finished_real_results, machines_note, run_real,
+                                          with_warm_start)
     from benchmarks.ablation.report import write_report
 
     arms = get_arms(args.arms or (QUICK_ARMS if args.quick else DEFAULT_ARMS))
@@ -142,6 +143,7 @@ def run_real_phase(args: argparse.Namespace, facts: dict) -> str:
             raise SystemExit(f"python -m benchmarks.ablation: error: no finished real-stack run under {args.out / 'real'}")
     else:
         results = run_real(arms, seeds, setup, args.out / "real", log=_log)
+    notes.append(machines_note(results))
     results = with_warm_start(results)  # the first row: each seed's warm start, the arms' gain over it
     starts = [WARM_START] if any(r["arm"] == WARM_START for r in results) else []
     table = build_table(results, [*starts, *(a.name for a in arms)])

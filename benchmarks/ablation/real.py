@@ -178,7 +178,20 @@ def _arm_result(arm: str, seed: int, run_dir: Path, summary: dict[str, Any], ood
             "rm_balanced_accuracy": probe.get("balanced_accuracy"), "curve": _curve(run_dir),
             "heldout_curve": _heldout_curve(run_dir, summary),
             "warm_start_in_domain": (summary.get("before") or {}).get("success_rate"),
-            "warm_start_outcomes": (summary.get("before") or {}).get("outcomes"), "warm_start_ood_outcomes": warm_ood}
+            "warm_start_outcomes": (summary.get("before") or {}).get("outcomes"), "warm_start_ood_outcomes": warm_ood,
+            "machine": summary.get("machine")}
+
+
+def machines_note(results: Sequence[dict[str, Any]]) -> str:
+    """Which kind of machine computed each seed's runs (a seeded run's figures depend on the CPU: ``summary.json``'s
+    ``machine``; runs made before it was recorded are "not recorded"), e.g. ``"Runs computed on: AMD EPYC ...: seeds
+    0-1 (4 runs); not recorded: seed 2 (2 runs)."``"""
+    by_machine: dict[str, list[int]] = {}
+    for result in results:
+        by_machine.setdefault(result.get("machine") or "not recorded", []).append(result["seed"])
+    parts = [f"{machine}: seed{'s' if len(set(seeds)) > 1 else ''} {', '.join(map(str, sorted(set(seeds))))} "
+             f"({len(seeds)} run{'s' if len(seeds) > 1 else ''})" for machine, seeds in by_machine.items()]
+    return f"Runs computed on: {'; '.join(parts)}." if parts else ""
 
 
 def with_warm_start(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -42,6 +42,7 @@ from rla_train.config.preflight import check_env_options
 from rla_train.cotrainer.checkpoint import (CorruptCheckpoint, apply_rng, capture_rng, latest_checkpoint, load_meta,
                                            load_states, restore_rng, save_checkpoint)
 from rla_train.cotrainer.components import build_components
+from rla_train.cpu_kernels import cpu_model
 from rla_train.cotrainer.distributed import ONE_PROCESS, Ranks, merge_rank_metrics
 from rla_train.cotrainer.lora import load_saved_weights
 from rla_train.cotrainer.judge_metrics import (extend_probe, judge_step_metrics, judge_summary, load_probe_extension,
@@ -523,8 +524,9 @@ def _run(config: TrainConfig, run_dir: Path, checkpoint: Path | None, progress: 
         return None
     if step:
         plot_run(run_dir, run_dir / "learning_curves.png", pool=parts.feeder.pool, summary=history)
+    # the machine too: a seeded run's figures depend on the CPU beyond the kernels it pins (rla_train.cpu_kernels)
     summary = {"mode": config.train.mode, "steps": step, "run_dir": str(run_dir), **history,
-               "threads": torch.get_num_threads()}
+               "threads": torch.get_num_threads(), "machine": cpu_model()}
     if ranks.distributed:
         summary["ranks"] = ranks.world_size
     if MODES[config.train.mode].adapt_env:

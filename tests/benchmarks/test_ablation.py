@@ -195,7 +195,8 @@ def test_cli_report_only_tabulates_the_finished_runs_and_names_the_rest(tmp_path
     def finish(seed, arm, in_domain, ood):
         run_dir = tmp_path / "real" / f"seed-{seed}" / f"arm-{arm}"
         (run_dir / "ood").mkdir(parents=True)
-        (run_dir / "summary.json").write_text(json.dumps({"after": {"outcomes": in_domain}}))
+        where = {"machine": "GenuineIntel, Xeon"} if seed == 0 else {}  # seed 1 ran before summaries said where
+        (run_dir / "summary.json").write_text(json.dumps({"after": {"outcomes": in_domain}, **where}))
         (run_dir / "ood" / "summary.json").write_text(json.dumps({"before": {"outcomes": ood}}))
 
     finish(0, "outcome_only", [0, 0, 1, 0], [0, 1, 0, 0])
@@ -213,6 +214,7 @@ def test_cli_report_only_tabulates_the_finished_runs_and_names_the_rest(tmp_path
     assert seed0["seed"] == 0 and seed0["mcnemar"]["b_only"] + seed0["mcnemar"]["a_only"] == 2
     report = (tmp_path / "real" / "table.md").read_text()
     assert "Not finished, so not in this table: reward_only (seed 0), policy (seed 1), reward_only (seed 1)." in report
+    assert "Runs computed on: GenuineIntel, Xeon: seed 0 (2 runs); not recorded: seed 1 (1 run)." in report
     assert not (tmp_path / "real" / "seed-1" / "warm-start").exists()  # nothing was trained
 
 

@@ -21,6 +21,7 @@ import torch
 
 from rla_train.config import MODES, load_config
 from rla_train.cotrainer.checkpoint import load_states
+from rla_train.cpu_kernels import cpu_model
 from tests.rla_envs.alfworld.conftest import alfworld_cache  # noqa: F401  (a private RLA_CACHE for the session)
 
 SMALL = ["env.id=rla/TextWorld-v0", "env.options={levels: [custom-1], games_per_level: 2}", "env.train_options={}",
@@ -83,6 +84,7 @@ def test_every_mode_trains_what_it_should(mode, alfworld_cache, tmp_path, capsys
         "step-000001, step-000002)", f"evaluate it: python -m benchmarks.evaluate --policy {tmp_path}"]
     rows = metrics(tmp_path)
     assert summary["steps"] == 2 and [r["step"] for r in rows] == [1, 2]
+    assert summary["machine"] == cpu_model() != "unknown"  # where its seeded figures were computed
     assert all(math.isfinite(r["policy_loss"]) for r in rows) and sum(r["policy_samples"] for r in rows) > 0
     first, last = tmp_path / "checkpoints" / "step-000000", tmp_path / "checkpoints" / "step-000002"
     assert changed(weights(first / "policy"), weights(last / "policy"))
