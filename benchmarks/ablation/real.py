@@ -185,7 +185,7 @@ def _arm_result(arm: str, seed: int, run_dir: Path, summary: dict[str, Any], ood
 def machines_note(results: Sequence[dict[str, Any]]) -> str:
     """Which kind of machine computed each seed's runs (a seeded run's figures depend on the CPU: ``summary.json``'s
     ``machine``; runs made before it was recorded are "not recorded"), e.g. ``"Runs computed on: AMD EPYC ...: seeds
-    0-1 (4 runs); not recorded: seed 2 (2 runs)."``"""
+    0, 1 (4 runs); not recorded: seed 2 (2 runs)."``"""
     by_machine: dict[str, list[int]] = {}
     for result in results:
         by_machine.setdefault(result.get("machine") or "not recorded", []).append(result["seed"])
