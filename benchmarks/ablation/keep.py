@@ -3,25 +3,29 @@
 ``RUNS`` is an ablation's ``--out`` (its runs, weights and all, under ``RUNS/real/seed-S/``); ``RESULTS`` a directory
 under ``benchmarks/results/``. For every finished run (its ``summary.json`` written: a warm start, an arm, and the
 out-of-domain evaluation in its ``ood/``) this copies the small files that ``--report-only`` rebuilds the tables from
-(:data:`KEPT`: per-episode outcomes, per-step signals, the config that made them), never weights or checkpoints, so a
+(:data:`RUN_FILES`: per-episode outcomes, per-step signals, the config that made them; :data:`SEED_FILES`), never weights or checkpoints, so a
 fresh checkout can tabulate and continue the ablation. A file already kept is left as it is when identical and is
-never overwritten when not (a kept result is evidence: the command stops and names it). Symbolic links are not
-followed.
+never overwritten when not (a kept result is evidence: the command stops and names it); each copy is written
+atomically. Symbolic links are not followed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["KEPT", "keep_results", "main"]
+from rla_envs.core.files import atomic_write_text
 
-KEPT = ("config.yaml", "summary.json", "metrics.jsonl", "exploitation.json")
-"""The files of a run directory that are kept (those it has); ``exploitation.json`` is a seed directory's."""
+__all__ = ["RUN_FILES", "SEED_FILES", "keep_results", "main"]
+
+RUN_FILES = ("config.yaml", "summary.json", "metrics.jsonl")
+"""The files of a finished run's directory that are kept (those it has)."""
+
+SEED_FILES = ("exploitation.json",)
+"""The files of a seed directory that are kept (those it has)."""
 
 
 class KeptResultDiffers(RuntimeError):
@@ -31,8 +35,7 @@ class KeptResultDiffers(RuntimeError):
 def _finished_run_dirs(real: Path) -> list[Path]:
     """Every directory under ``real`` (the seed directories' runs and their ``ood/``) whose run wrote its summary;
     symbolic links are not followed."""
-    return sorted(Path(top) for top, _, files in os.walk(real) if "summary.json" in files
-                  and (Path(top) / "summary.json").is_file() and not (Path(top) / "summary.json").is_symlink())
+    return sorted(Path(top) for top, _, files in os.walk(real) if _plain_file(Path(top) / "summary.json"))
 
 
 def _plain_file(path: Path) -> bool:
@@ -40,14 +43,14 @@ def _plain_file(path: Path) -> bool:
 
 
 def keep_results(runs: str | Path, results: str | Path) -> list[Path]:
-    """Copy :data:`KEPT` of every finished run under ``runs/real`` (and each seed directory's ``exploitation.json``)
+    """Copy :data:`RUN_FILES` of every finished run under ``runs/real`` (and each seed directory's :data:`SEED_FILES`)
     to the same place under ``results/real``; returns the files written (those already kept, identical, are not).
     Raises :class:`KeptResultDiffers` before writing anything if a kept file differs."""
     real, kept = Path(runs) / "real", Path(results) / "real"
     if not real.is_dir():
         raise FileNotFoundError(f"{real} is not a directory: give the ablation's --out (it holds real/seed-S/...)")
-    sources = [run_dir / name for run_dir in _finished_run_dirs(real) for name in KEPT[:3]]
-    sources += [seed_dir / KEPT[3] for seed_dir in sorted(real.glob("seed-*"))]
+    sources = [run_dir / name for run_dir in _finished_run_dirs(real) for name in RUN_FILES]
+    sources += [seed_dir / name for seed_dir in sorted(real.glob("seed-*")) for name in SEED_FILES]
     pairs = [(source, kept / source.relative_to(real)) for source in sources if _plain_file(source)]
     differing = [target for source, target in pairs if target.exists() and target.read_bytes() != source.read_bytes()]
     if differing:
@@ -56,8 +59,7 @@ def keep_results(runs: str | Path, results: str | Path) -> list[Path]:
     written = []
     for source, target in pairs:
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
+            atomic_write_text(target, source.read_bytes().decode("utf-8"))  # bytes as they are: no newline translation
             written.append(target)
     return written
 
@@ -69,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         written = keep_results(args.runs, args.results)
-    except (FileNotFoundError, KeptResultDiffers) as error:
+    except (FileNotFoundError, KeptResultDiffers, UnicodeDecodeError) as error:
         print(f"python -m benchmarks.ablation.keep: error: {error}", file=sys.stderr)
         return 2
     print(f"kept {len(written)} new file(s) under {args.results / 'real'}")
