@@ -3,10 +3,10 @@
 ``RUNS`` is an ablation's ``--out`` (its runs, weights and all, under ``RUNS/real/seed-S/``); ``RESULTS`` a directory
 under ``benchmarks/results/``. For every finished run (its ``summary.json`` written: a warm start, an arm, and the
 out-of-domain evaluation in its ``ood/``) this copies the small files that ``--report-only`` rebuilds the tables from
-(:data:`RUN_FILES`: per-episode outcomes, per-step signals, the config that made them; :data:`SEED_FILES`), never weights or checkpoints, so a
-fresh checkout can tabulate and continue the ablation. A file already kept is left as it is when identical and is
-never overwritten when not (a kept result is evidence: the command stops and names it); each copy is written
-atomically. Symbolic links are not followed.
+(:data:`RUN_FILES`: per-episode outcomes, per-step signals, the config that made them; :data:`SEED_FILES`), never
+weights or checkpoints, so a fresh checkout can tabulate and continue the ablation. A file already kept is left as it
+is when identical and is never overwritten when not (a kept result is evidence: the command stops and names it); each
+copy is written atomically. Symbolic links are not followed.
 """
 
 from __future__ import annotations
